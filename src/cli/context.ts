@@ -1,0 +1,63 @@
+// What every command action gets: the parsed global options, the streams, the clock, and the
+// config / routing table loaded once on first use.
+
+import type { Command } from 'commander';
+import { clockFrom, type Clock } from '../core/index.js';
+import { loadConfig, type LoadedConfig } from '../config/index.js';
+import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
+import { resolveStateDir } from '../store/paths.js';
+import { painterFor, type Painter, type Streams } from './output.js';
+
+export interface GlobalOptions {
+  stateDir?: string;
+  config?: string;
+  now?: string;
+  json?: boolean;
+  color: boolean;
+  quiet?: boolean;
+  verbose?: boolean;
+}
+
+export class CliContext {
+  readonly stateDir: string;
+  readonly clock: Clock;
+  readonly json: boolean;
+  readonly quiet: boolean;
+  readonly verbose: boolean;
+  private loadedConfig?: Promise<LoadedConfig>;
+  private table?: Promise<RoutingTable>;
+
+  constructor(
+    readonly options: GlobalOptions,
+    readonly streams: Streams,
+  ) {
+    this.stateDir = resolveStateDir({ stateDir: options.stateDir, env: streams.env });
+    this.clock = clockFrom(options.now, streams.env);
+    this.json = options.json === true;
+    this.quiet = options.quiet === true;
+    this.verbose = options.verbose === true;
+  }
+
+  static fromCommand(command: Command, streams: Streams): CliContext {
+    return new CliContext(command.optsWithGlobals() as GlobalOptions, streams);
+  }
+
+  config(): Promise<LoadedConfig> {
+    this.loadedConfig ??= loadConfig({ configFlag: this.options.config, stateDir: this.stateDir, env: this.streams.env });
+    return this.loadedConfig;
+  }
+
+  routingTable(): Promise<RoutingTable> {
+    this.table ??= this.config().then((loaded) => compileRoutingTable(loaded.config));
+    return this.table;
+  }
+
+  painter(): Promise<Painter> {
+    return painterFor(this.streams, this.options.color);
+  }
+
+  /** A diagnostic line on stderr (suppressed by --quiet). */
+  note(message: string): void {
+    if (!this.quiet) this.streams.stderr.write(`${message}\n`);
+  }
+}

@@ -1,0 +1,103 @@
+// The commander program: global options, one registration per command group, and the single
+// place where the process's exit code is decided.
+
+import { Command, CommanderError, Option } from 'commander';
+import { SwitchboardError } from '../core/index.js';
+import { CliContext } from './context.js';
+import { processStreams, reportError, type Streams } from './output.js';
+import { registerRouteCommands } from './route.js';
+import { registerConfigCommands } from './config.js';
+
+export const VERSION = '0.1.0';
+
+/** An action: does its work and returns the exit code (0 unless it says otherwise). */
+export type Action<A extends unknown[]> = (ctx: CliContext, ...args: A) => Promise<number | void>;
+
+export interface ProgramHooks {
+  streams: Streams;
+  /** Wraps an action so it gets a CliContext and its exit code reaches the one exit path. */
+  action<A extends unknown[]>(fn: Action<A>): (...args: unknown[]) => Promise<void>;
+}
+
+export function buildProgram(streams: Streams, setExitCode: (code: number) => void, json = false): Command {
+  const program = new Command('switchboard')
+    .description('Stable, explainable addresses for every inbound message of a personal AI assistant.')
+    .version(VERSION, '--version', 'print the version')
+    .addOption(new Option('--state-dir <dir>', 'state directory (default: $SWITCHBOARD_STATE_DIR or ~/.switchboard)'))
+    .addOption(new Option('--config <file>', 'config file (default: $SWITCHBOARD_CONFIG, <state>/switchboard.json5, <state>/openclaw.json)'))
+    .addOption(new Option('--now <time>', 'fixed clock: ISO-8601 time or epoch ms (also SWITCHBOARD_NOW)'))
+    .option('--json', 'machine-readable output on stdout (errors as JSON on stderr)')
+    .option('--no-color', 'no colour (NO_COLOR is honoured too)')
+    .option('-q, --quiet', 'no diagnostics on stderr')
+    .option('-v, --verbose', 'more diagnostics (warnings, stacks)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ switchboard route explain --config examples/switchboard.json5 --channel discord --peer channel:c5 --guild g1
+  $ switchboard route resolve --channel telegram --peer direct:123 --json
+
+Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
+69 unavailable, 74 I/O, 75 busy, 78 bad config. See switchboard(1).`,
+    );
+  if (!json) program.showHelpAfterError('(run with --help for usage)');
+  program.exitOverride();
+  program.configureOutput({
+    writeOut: (text) => streams.stdout.write(text),
+    writeErr: (text) => streams.stderr.write(text),
+    // With --json the one exit path prints the error as JSON instead.
+    outputError: (text, write) => {
+      if (!json) write(text);
+    },
+  });
+
+  const hooks: ProgramHooks = {
+    streams,
+    action:
+      <A extends unknown[]>(fn: Action<A>) =>
+      async (...args: unknown[]) => {
+        const command = args[args.length - 1] as Command;
+        const ctx = CliContext.fromCommand(command, streams);
+        const code = await fn(ctx, ...(args.slice(0, -2) as A));
+        setExitCode(code ?? 0);
+      },
+  };
+  registerRouteCommands(program, hooks);
+  registerConfigCommands(program, hooks);
+  for (const command of program.commands) {
+    command.exitOverride();
+    for (const sub of command.commands) sub.exitOverride();
+  }
+  return program;
+}
+
+function wantsJson(argv: string[]): boolean {
+  return argv.includes('--json');
+}
+
+/** Entry point used by bin/switchboard. */
+export async function main(argv: string[], streams: Streams = processStreams()): Promise<number> {
+  let exitCode = 0;
+  const program = buildProgram(
+    streams,
+    (code) => {
+      exitCode = code;
+    },
+    wantsJson(argv),
+  );
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here with exit code 0; parse errors are USAGE (exit 2).
+      exitCode = err.exitCode === 0 ? 0 : new SwitchboardError('USAGE', err.message).exitCode;
+      if (exitCode !== 0 && wantsJson(argv)) {
+        streams.stderr.write(`${JSON.stringify({ error: { code: 'USAGE', message: err.message.replace(/^error: /, '') } })}\n`);
+      }
+    } else {
+      exitCode = reportError(err, streams, { json: wantsJson(argv), verbose: argv.includes('--verbose') || argv.includes('-v') });
+    }
+  }
+  process.exitCode = exitCode;
+  return exitCode;
+}

@@ -1,0 +1,41 @@
+// Route flags shared by `route resolve|explain` and `send`: turns --channel/--peer/... into the
+// raw object that routing's normaliser (the same one NDJSON input goes through) accepts.
+
+import type { Command } from 'commander';
+
+export interface RouteFlagValues {
+  channel?: string;
+  account?: string;
+  peer?: string;
+  parentPeer?: string;
+  guild?: string;
+  team?: string;
+  roles?: string;
+  thread?: string;
+}
+
+export function addRouteFlags(command: Command, channelRequired: boolean): Command {
+  const channel = channelRequired ? command.requiredOption.bind(command) : command.option.bind(command);
+  channel('--channel <channel>', 'channel of the message (telegram, discord, slack, …)');
+  return command
+    .option('--account <id>', 'account id on that channel (default: "default")')
+    .option('--peer <kind:id>', 'conversation: direct:<id>, group:<id> or channel:<id>')
+    .option('--parent-peer <kind:id>', 'parent conversation of a thread (inherits its binding)')
+    .option('--guild <id>', 'guild (Discord server) id')
+    .option('--team <id>', 'team (Slack workspace / MS Teams) id')
+    .option('--roles <r1,r2>', "the sender's role ids, comma-separated")
+    .option('--thread <id>', 'thread id (the session key gets a :thread:<id> suffix)');
+}
+
+/** The flags as a raw route input; peers stay "kind:id" strings for the normaliser to check. */
+export function routeInputFromFlags(flags: RouteFlagValues): Record<string, unknown> {
+  const raw: Record<string, unknown> = { channel: flags.channel };
+  if (flags.account !== undefined) raw.accountId = flags.account;
+  if (flags.peer !== undefined) raw.peer = flags.peer;
+  if (flags.parentPeer !== undefined) raw.parentPeer = flags.parentPeer;
+  if (flags.guild !== undefined) raw.guildId = flags.guild;
+  if (flags.team !== undefined) raw.teamId = flags.team;
+  if (flags.roles !== undefined) raw.memberRoleIds = flags.roles.split(',').map((role) => role.trim()).filter(Boolean);
+  if (flags.thread !== undefined) raw.threadId = flags.thread;
+  return raw;
+}

@@ -1,0 +1,8 @@
+// Public face of config/: locate, parse and validate the config file (JSON5 + JSON Schema),
+// the defaults table, and the effective config with the source of every value.
+
+export type * from './types.js';
+export { loadConfig, locateConfig, parseConfigText, findUnknownKeys, type LoadedConfig, type ConfigSource } from './load.js';
+export { DEFAULTS, DERIVED_DEFAULTS } from './defaults.js';
+export { effectiveValues, type EffectiveValue } from './effective.js';
+export { schemaValidator, describeSchemaErrors, jsonPathOf, type CompiledValidator, type SchemaError } from './validators.js';

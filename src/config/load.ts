@@ -1,0 +1,132 @@
+// Finding, parsing and validating the config file. JSON5 syntax errors and schema errors are
+// CONFIG_INVALID (exit 78) naming the file position or JSON path; unknown keys are warnings.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SwitchboardError } from '../core/index.js';
+import type { SwitchboardConfig } from './types.js';
+import { describeSchemaErrors, jsonPathOf, schemaValidator } from './validators.js';
+
+export type ConfigSource = 'flag' | 'env' | 'state-dir' | 'openclaw' | 'none';
+
+export interface LoadedConfig {
+  config: SwitchboardConfig;
+  /** The file the config came from, or null when running on built-in defaults. */
+  path: string | null;
+  source: ConfigSource;
+}
+
+export interface LocateOptions {
+  configFlag?: string;
+  stateDir: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** `--config`, else $SWITCHBOARD_CONFIG, else `<state>/switchboard.json5`, else `<state>/openclaw.json`. */
+export function locateConfig({ configFlag, stateDir, env = process.env }: LocateOptions): { path: string | null; source: ConfigSource } {
+  if (configFlag) return { path: path.resolve(configFlag), source: 'flag' };
+  if (env.SWITCHBOARD_CONFIG) return { path: path.resolve(env.SWITCHBOARD_CONFIG), source: 'env' };
+  const own = path.join(stateDir, 'switchboard.json5');
+  if (fs.existsSync(own)) return { path: own, source: 'state-dir' };
+  const openclaw = path.join(stateDir, 'openclaw.json');
+  if (fs.existsSync(openclaw)) return { path: openclaw, source: 'openclaw' };
+  return { path: null, source: 'none' };
+}
+
+let json5Parse: ((text: string) => unknown) | undefined;
+
+async function parseJson5(text: string): Promise<unknown> {
+  if (!json5Parse) json5Parse = (await import('json5')).default.parse;
+  return json5Parse(text);
+}
+
+/** Parses and schema-validates config text; `label` names the file in messages. */
+export async function parseConfigText(text: string, label: string): Promise<SwitchboardConfig> {
+  let data: unknown;
+  try {
+    // Plain JSON is the common case (openclaw.json) and JSON.parse is much faster than JSON5.
+    data = JSON.parse(text);
+  } catch {
+    try {
+      data = await parseJson5(text);
+    } catch (err) {
+      const e = err as { lineNumber?: number; columnNumber?: number; message?: string };
+      const where = e.lineNumber ? `${label}:${e.lineNumber}:${e.columnNumber ?? 0}` : label;
+      throw new SwitchboardError('CONFIG_INVALID', `${where}: not valid JSON5: ${(e.message ?? String(err)).replace(/^JSON5: /, '')}`, {
+        details: { file: label, line: e.lineNumber, column: e.columnNumber },
+        hint: 'fix the syntax, then check with `switchboard config validate`',
+      });
+    }
+  }
+  const validate = schemaValidator('config');
+  if (!validate(data)) {
+    const problems = describeSchemaErrors(validate.errors);
+    throw new SwitchboardError('CONFIG_INVALID', `${label}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`, {
+      details: { file: label, problems, path: problems[0]?.split(':')[0] },
+      hint: problems.length > 1 ? problems.join('\n') : 'see `switchboard config show` for the expected shape',
+    });
+  }
+  return data as SwitchboardConfig;
+}
+
+export async function loadConfig(options: LocateOptions): Promise<LoadedConfig> {
+  const located = locateConfig(options);
+  if (!located.path) return { config: {}, path: null, source: 'none' };
+  let text: string;
+  try {
+    text = fs.readFileSync(located.path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      throw new SwitchboardError('NOT_FOUND', `config file not found: ${located.path}`, {
+        hint: located.source === 'env' ? 'SWITCHBOARD_CONFIG names a file that does not exist' : 'check the --config path',
+      });
+    }
+    throw new SwitchboardError('IO', `cannot read config ${located.path}: ${(err as Error).message}`, { cause: err });
+  }
+  return { config: await parseConfigText(text, located.path), path: located.path, source: located.source };
+}
+
+interface SchemaNode {
+  type?: string | string[];
+  properties?: Record<string, SchemaNode>;
+  additionalProperties?: boolean | SchemaNode;
+  items?: SchemaNode;
+  $ref?: string;
+  oneOf?: SchemaNode[];
+}
+
+let configSchema: SchemaNode | undefined;
+
+function loadConfigSchema(): SchemaNode {
+  if (!configSchema) {
+    const file = fileURLToPath(new URL('../../../store-format/config.schema.json', import.meta.url));
+    configSchema = JSON.parse(fs.readFileSync(file, 'utf8')) as SchemaNode;
+  }
+  return configSchema;
+}
+
+/** Keys the schema does not know (OpenClaw has many we ignore): one warning each, with its path. */
+export function findUnknownKeys(config: SwitchboardConfig): string[] {
+  const root = loadConfigSchema() as SchemaNode & { definitions?: Record<string, SchemaNode> };
+  const deref = (node: SchemaNode): SchemaNode =>
+    node.$ref ? deref(root.definitions![node.$ref.replace('#/definitions/', '')]) : node;
+  const unknown: string[] = [];
+  const walk = (value: unknown, node: SchemaNode, instancePath: string): void => {
+    node = deref(node);
+    if (Array.isArray(value)) {
+      if (node.items) value.forEach((item, i) => walk(item, node.items!, `${instancePath}/${i}`));
+      return;
+    }
+    if (value === null || typeof value !== 'object') return;
+    for (const [key, child] of Object.entries(value)) {
+      const known = node.properties?.[key];
+      if (known) walk(child, known, `${instancePath}/${key}`);
+      else if (typeof node.additionalProperties === 'object') walk(child, node.additionalProperties, `${instancePath}/${key}`);
+      else if (node.properties && node.additionalProperties === undefined) unknown.push(jsonPathOf(`${instancePath}/${key}`));
+    }
+  };
+  walk(config, root, '');
+  return unknown;
+}

@@ -1,0 +1,58 @@
+// Access to the schema validators that the build compiles from store-format/*.schema.json
+// (scripts/build-validators.mjs). Loaded on first use so commands that never validate pay nothing.
+
+import { createRequire } from 'node:module';
+
+export interface SchemaError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+export interface CompiledValidator {
+  (data: unknown): boolean;
+  errors?: SchemaError[] | null;
+}
+
+const requireFromHere = createRequire(import.meta.url);
+const loaded = new Map<string, CompiledValidator>();
+
+/** The validator for `store-format/<name>.schema.json`. */
+export function schemaValidator(name: string): CompiledValidator {
+  let validator = loaded.get(name);
+  if (!validator) {
+    // dist/src/config/validators.js → dist/validators/<name>.cjs
+    validator = requireFromHere(`../../validators/${name}.cjs`) as CompiledValidator;
+    loaded.set(name, validator);
+  }
+  return validator;
+}
+
+/** `/bindings/3/match/channel` → `bindings[3].match.channel`. */
+export function jsonPathOf(instancePath: string, extraKey?: string): string {
+  const segments = instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (extraKey !== undefined) segments.push(extraKey);
+  let out = '';
+  for (const segment of segments) {
+    if (/^\d+$/.test(segment)) out += `[${segment}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(segment)) out += out === '' ? segment : `.${segment}`;
+    else out += `[${JSON.stringify(segment)}]`;
+  }
+  return out === '' ? '$' : out;
+}
+
+/** One readable line per schema error: `bindings[3].match.channel: must be string`. */
+export function describeSchemaErrors(errors: SchemaError[] | null | undefined): string[] {
+  const lines: string[] = [];
+  for (const error of errors ?? []) {
+    const missing = error.keyword === 'required' ? String(error.params.missingProperty) : undefined;
+    const path = jsonPathOf(error.instancePath, missing);
+    let message = error.message ?? error.keyword;
+    if (error.keyword === 'enum') message += `: ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    if (missing !== undefined) message = 'is required';
+    const line = `${path}: ${message}`;
+    if (!lines.includes(line)) lines.push(line);
+  }
+  return lines;
+}

@@ -1,0 +1,61 @@
+// The one error type of switchboard: a stable `code` for programs and an `exitCode` for shells.
+// Code paths branch on `code`; messages are for people and may change.
+
+export const EXIT_CODES = {
+  INTERNAL: 1,
+  USAGE: 2,
+  BAD_MESSAGE: 65,
+  BAD_INPUT: 65,
+  STORE_CORRUPT: 65,
+  NOT_FOUND: 66,
+  UNAVAILABLE: 69,
+  IO: 74,
+  SESSION_BUSY: 75,
+  STORE_BUSY: 75,
+  CONFIG_INVALID: 78,
+} as const;
+
+export type ErrorCode = keyof typeof EXIT_CODES;
+
+export interface ErrorOptions {
+  hint?: string;
+  cause?: unknown;
+  /** Extra machine-readable facts (line numbers, JSON paths, lock holders). */
+  details?: Record<string, unknown>;
+}
+
+export class SwitchboardError extends Error {
+  readonly code: ErrorCode;
+  readonly exitCode: number;
+  readonly hint?: string;
+  readonly details?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: ErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SwitchboardError';
+    this.code = code;
+    this.exitCode = EXIT_CODES[code];
+    this.hint = options.hint;
+    this.details = options.details;
+  }
+
+  toJSON(): { code: ErrorCode; message: string; hint?: string } {
+    return this.hint === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, hint: this.hint };
+  }
+}
+
+export function isSwitchboardError(err: unknown, code?: ErrorCode): err is SwitchboardError {
+  return err instanceof SwitchboardError && (code === undefined || err.code === code);
+}
+
+/** Wraps anything thrown into a SwitchboardError; unknown errors become INTERNAL (a bug). */
+export function toSwitchboardError(err: unknown): SwitchboardError {
+  if (err instanceof SwitchboardError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new SwitchboardError('INTERNAL', `internal error: ${message}`, {
+    cause: err,
+    hint: 'this is a bug in switchboard; please report it with the stack printed by --verbose',
+  });
+}

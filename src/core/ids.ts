@@ -1,0 +1,36 @@
+// Id normalisation shared by routing and the store: agent and account ids become safe,
+// lower-case tokens so they can be used in keys and paths without surprises.
+
+const VALID_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
+const INVALID_RUN = /[^a-z0-9_-]+/g;
+const RESERVED = new Set(['__proto__', 'constructor', 'prototype']);
+
+function sanitiseId(raw: string, fallback: string): string {
+  const trimmed = raw.trim();
+  if (trimmed === '') return fallback;
+  if (VALID_ID.test(trimmed)) {
+    const lower = trimmed.toLowerCase();
+    return RESERVED.has(lower) ? fallback : lower;
+  }
+  const cleaned = trimmed
+    .toLowerCase()
+    .replace(INVALID_RUN, '-')
+    .replace(/^-+/, '')
+    .replace(/-+$/, '')
+    .slice(0, 64);
+  if (cleaned === '' || RESERVED.has(cleaned)) return fallback;
+  return cleaned;
+}
+
+export const DEFAULT_AGENT_ID = 'main';
+export const DEFAULT_ACCOUNT_ID = 'default';
+
+/** `"Family Helper"` → `family-helper`, `"../../etc"` → `etc`, blank → `main`. */
+export function normalizeAgentId(raw: unknown): string {
+  return sanitiseId(raw == null ? '' : String(raw), DEFAULT_AGENT_ID);
+}
+
+/** Blank → `default`; otherwise the same token rules as agent ids. */
+export function normalizeAccountId(raw: unknown): string {
+  return sanitiseId(raw == null ? '' : String(raw), DEFAULT_ACCOUNT_ID);
+}

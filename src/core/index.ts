@@ -1,0 +1,7 @@
+// Public face of core/: errors, the injected clock, id normalisation and shared types.
+// core/ imports nothing else in the project.
+
+export * from './errors.js';
+export * from './clock.js';
+export * from './ids.js';
+export * from './ndjson.js';

@@ -1,0 +1,355 @@
+// Reset policy: which reset rule governs a session (per channel, per type, base), whether a
+// session instance is still fresh at a given time, and whether a message is a reset trigger.
+
+import { SwitchboardError } from '../core/index.js';
+import type { ResetConfig, ResetMode, SessionConfig } from '../config/types.js';
+import { hostTimeZone, isValidTimeZone, mostRecentDailyBoundary, nextDailyBoundary } from './zoned-time.js';
+
+export type SessionType = 'direct' | 'group' | 'thread';
+export type StaleReason = 'daily' | 'idle';
+
+export const DEFAULT_RESET_AT_HOUR = 4;
+export const DEFAULT_RESET_TRIGGERS: readonly string[] = ['/new', '/reset'];
+
+const MINUTE_MS = 60_000;
+const RESET_MODES: readonly ResetMode[] = ['none', 'daily', 'idle'];
+
+export interface SessionTypeInput {
+  sessionKey: string;
+  threadId?: string | number | null;
+  /** The peer kind of the route (`direct`/`group`/`channel`), or the entry's `chatType`. */
+  peerKind?: string | null;
+}
+
+/**
+ * `thread` if the key carries a thread or forum-topic suffix or the message names a thread;
+ * `group` if the peer is a group or channel; otherwise `direct`.
+ */
+export function sessionTypeFor(input: SessionTypeInput): SessionType {
+  const key = typeof input.sessionKey === 'string' ? input.sessionKey.toLowerCase() : '';
+  const hasThreadId = input.threadId !== undefined && input.threadId !== null && String(input.threadId).trim() !== '';
+  if (key.includes(':thread:') || key.includes(':topic:') || hasThreadId) return 'thread';
+  const peerKind = typeof input.peerKind === 'string' ? input.peerKind.trim().toLowerCase() : '';
+  if (peerKind === 'group' || peerKind === 'channel') return 'group';
+  return 'direct';
+}
+
+/**
+ * Where the resolved policy came from: the config path of the block that decided it
+ * (`session.resetByChannel.<channel>`, `session.resetByType.<direct|dm|group|thread>`,
+ * `session.reset`), or `default` when no block applies (mode `none`).
+ */
+export type ResetPolicySource = string;
+
+export interface ResetPolicy {
+  mode: ResetMode;
+  /** 0–23, local hour of the daily boundary. */
+  atHour: number;
+  /** Whole minutes of inactivity after which the session is stale; 0 = no idle expiry. */
+  idleMinutes: number;
+  /** IANA zone of the daily boundary; absent = the host's zone (honours TZ). */
+  timezone?: string;
+  source: ResetPolicySource;
+}
+
+interface ResetBlock {
+  mode?: ResetMode;
+  atHour?: number;
+  idleMinutes?: number;
+  timezone?: string;
+}
+
+function configError(path: string, value: unknown, expected: string): never {
+  throw new SwitchboardError('CONFIG_INVALID', `${path}: ${JSON.stringify(value) ?? String(value)} is not ${expected}`, {
+    details: { path, value },
+  });
+}
+
+function readTimeZone(value: unknown, path: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !isValidTimeZone(value)) {
+    throw new SwitchboardError('CONFIG_INVALID', `${path}: ${JSON.stringify(value)} is not a known IANA time zone`, {
+      hint: 'use a name such as "Europe/Berlin", "America/New_York" or "UTC"',
+      details: { path, value },
+    });
+  }
+  return value.trim();
+}
+
+/** Reads and type-checks one reset block; null/undefined mean "no block". */
+function readResetBlock(value: unknown, path: string): ResetBlock | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value)) configError(path, value, 'an object');
+  const raw = value as ResetConfig;
+  const block: ResetBlock = {};
+  if (raw.mode !== undefined && raw.mode !== null) {
+    const mode = typeof raw.mode === 'string' ? raw.mode.trim().toLowerCase() : raw.mode;
+    if (!RESET_MODES.includes(mode as ResetMode)) configError(`${path}.mode`, raw.mode, 'one of none, daily, idle');
+    block.mode = mode as ResetMode;
+  }
+  for (const field of ['atHour', 'idleMinutes'] as const) {
+    const number = raw[field];
+    if (number === undefined || number === null) continue;
+    if (typeof number !== 'number' || !Number.isFinite(number)) configError(`${path}.${field}`, number, 'a number');
+    block[field] = number;
+  }
+  const timezone = readTimeZone(raw.timezone, `${path}.timezone`);
+  if (timezone !== undefined) block.timezone = timezone;
+  return block;
+}
+
+function ownEntry<T>(record: Record<string, T> | undefined, wanted: string): [string, T] | undefined {
+  if (record === undefined || record === null || typeof record !== 'object') return undefined;
+  // Object.hasOwn keeps `constructor` or `__proto__` from resolving to Object.prototype members.
+  if (Object.hasOwn(record, wanted)) return [wanted, record[wanted] as T];
+  const normalised = wanted.trim().toLowerCase();
+  for (const key of Object.keys(record)) {
+    if (key.trim().toLowerCase() === normalised) return [key, record[key] as T];
+  }
+  return undefined;
+}
+
+function clampHour(hour: number): number {
+  return Math.min(23, Math.max(0, Math.floor(hour)));
+}
+
+function wholeMinutes(minutes: number): number {
+  return Math.max(0, Math.floor(minutes));
+}
+
+export interface ResetScope {
+  /** The session's channel; absent (e.g. an explicit key with no channel) skips resetByChannel. */
+  channel?: string;
+  type: SessionType;
+}
+
+/**
+ * The effective reset policy of one session, by store.md's precedence: a resetByChannel block
+ * replaces both `reset` and `resetByType`; otherwise the typed block wins field by field over the
+ * base, and a block without a mode means daily. Unset everywhere means mode `none`.
+ * Note: a resetByChannel block is self-contained — it does not inherit `reset.timezone`.
+ */
+export function resolveResetPolicy(session: SessionConfig | undefined, scope: ResetScope): ResetPolicy {
+  const channelName = typeof scope.channel === 'string' ? scope.channel : '';
+  const channelEntry = channelName === '' ? undefined : ownEntry(session?.resetByChannel, channelName);
+  if (channelEntry !== undefined) {
+    const path = `session.resetByChannel.${channelEntry[0]}`;
+    const block = readResetBlock(channelEntry[1], path);
+    if (block !== undefined) {
+      return withTimeZone(
+        {
+          mode: block.mode ?? 'daily',
+          atHour: clampHour(block.atHour ?? DEFAULT_RESET_AT_HOUR),
+          idleMinutes: wholeMinutes(block.idleMinutes ?? 0),
+          source: path,
+        },
+        block.timezone,
+      );
+    }
+  }
+
+  const base = readResetBlock(session?.reset, 'session.reset');
+  const typedEntry = typedBlockFor(session, scope.type);
+  const typed = typedEntry === undefined ? undefined : readResetBlock(typedEntry[1], typedEntry[0]);
+
+  let mode: ResetMode;
+  if (typed?.mode !== undefined) mode = typed.mode;
+  else if (typed !== undefined && base?.mode !== undefined && base.mode !== 'none') mode = base.mode;
+  else if (typed !== undefined) mode = 'daily';
+  else if (base?.mode !== undefined) mode = base.mode;
+  else if (base !== undefined) mode = 'daily';
+  else mode = 'none';
+
+  return withTimeZone(
+    {
+      mode,
+      atHour: clampHour(typed?.atHour ?? base?.atHour ?? DEFAULT_RESET_AT_HOUR),
+      idleMinutes: wholeMinutes(typed?.idleMinutes ?? base?.idleMinutes ?? 0),
+      source: typed !== undefined ? typedEntry![0] : base !== undefined ? 'session.reset' : 'default',
+    },
+    typed?.timezone ?? base?.timezone,
+  );
+}
+
+function withTimeZone(policy: ResetPolicy, timezone: string | undefined): ResetPolicy {
+  return timezone === undefined ? policy : { ...policy, timezone };
+}
+
+/** The typed block for a session type, with its config path; the legacy `dm` stands for direct. */
+function typedBlockFor(session: SessionConfig | undefined, type: SessionType): [string, unknown] | undefined {
+  const byType = session?.resetByType as Record<string, unknown> | undefined;
+  if (byType === undefined || byType === null || typeof byType !== 'object') return undefined;
+  // `direct` wins over the legacy `dm` when both are written.
+  const names = type === 'direct' ? ['direct', 'dm'] : [type];
+  for (const name of names) {
+    const value = Object.hasOwn(byType, name) ? byType[name] : undefined;
+    if (value !== undefined && value !== null) return [`session.resetByType.${name}`, value];
+  }
+  return undefined;
+}
+
+/**
+ * Checks every reset block of a session config (modes, numbers, time zones) so that a bad value
+ * is reported when the config loads rather than when the first message for that channel arrives.
+ */
+export function validateResetConfig(session: SessionConfig | undefined): void {
+  readResetBlock(session?.reset, 'session.reset');
+  const byType = session?.resetByType as Record<string, unknown> | undefined;
+  if (byType !== undefined && byType !== null) {
+    if (typeof byType !== 'object' || Array.isArray(byType)) configError('session.resetByType', byType, 'an object');
+    for (const name of Object.keys(byType)) readResetBlock(byType[name], `session.resetByType.${name}`);
+  }
+  const byChannel = session?.resetByChannel as Record<string, unknown> | undefined;
+  if (byChannel !== undefined && byChannel !== null) {
+    if (typeof byChannel !== 'object' || Array.isArray(byChannel)) {
+      configError('session.resetByChannel', byChannel, 'an object');
+    }
+    for (const name of Object.keys(byChannel)) readResetBlock(byChannel[name], `session.resetByChannel.${name}`);
+  }
+  resolveResetTriggers(session);
+}
+
+export interface SessionTimes {
+  /** When this sessionId began: the daily anchor. */
+  sessionStartedAt?: number | null;
+  /** Last real inbound user message: the idle anchor. */
+  lastInteractionAt?: number | null;
+}
+
+export interface Freshness {
+  fresh: boolean;
+  staleReason?: StaleReason;
+  /** When fresh: the first millisecond at which the session would be stale (absent = never). */
+  nextResetAt?: number;
+}
+
+function usableTime(value: number | null | undefined): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * Whether a session instance is still fresh at `now` under `policy`.
+ *
+ * * daily: stale when sessionStartedAt is before the most recent atHour:00 (in the policy's zone)
+ *   at or before now. Its expiry is the first boundary after sessionStartedAt.
+ * * idle: stale when now > anchor + idleMinutes, the anchor being lastInteractionAt, or
+ *   sessionStartedAt for a session that never had an interaction. Its expiry is anchor + idle.
+ * * Both stale: the earlier expiry names the reason; on a tie, daily.
+ * * A timestamp in the future (clock moved back, hand-edited store) switches its check off rather
+ *   than guessing; a missing sessionStartedAt switches the daily check off.
+ * * nextResetAt is exact to the millisecond: evaluating at nextResetAt - 1 is fresh, at
+ *   nextResetAt stale (idle expiry + 1, because idle is "strictly after").
+ */
+export function evaluateFreshness(times: SessionTimes, policy: ResetPolicy, now: number): Freshness {
+  if (!Number.isFinite(now)) throw new SwitchboardError('BAD_INPUT', `now: ${String(now)} is not a time`);
+  if (policy.mode === 'none') return { fresh: true };
+
+  const startedAt = usableTime(times.sessionStartedAt);
+  const idleAnchor = usableTime(times.lastInteractionAt) ?? startedAt;
+
+  let dailyStale = false;
+  let dailyNextAt: number | undefined;
+  let timeZone: string | undefined;
+  if (policy.mode === 'daily' && startedAt !== undefined && startedAt <= now) {
+    timeZone = policyTimeZone(policy);
+    const hour = clampHour(policy.atHour);
+    const recent = mostRecentDailyBoundary(now, hour, timeZone);
+    if (recent !== null && startedAt < recent) dailyStale = true;
+    else dailyNextAt = nextDailyBoundary(now, hour, timeZone) ?? undefined;
+  }
+
+  let idleStale = false;
+  let idleExpiresAt: number | undefined;
+  const idleMinutes = wholeMinutes(policy.idleMinutes);
+  if (idleMinutes > 0 && idleAnchor !== undefined && idleAnchor <= now) {
+    idleExpiresAt = idleAnchor + idleMinutes * MINUTE_MS;
+    idleStale = now > idleExpiresAt;
+  }
+
+  if (dailyStale && idleStale) {
+    const dailyExpiresAt = nextDailyBoundary(startedAt!, clampHour(policy.atHour), timeZone!);
+    const dailyFirst = dailyExpiresAt === null || dailyExpiresAt <= idleExpiresAt!;
+    return { fresh: false, staleReason: dailyFirst ? 'daily' : 'idle' };
+  }
+  if (dailyStale) return { fresh: false, staleReason: 'daily' };
+  if (idleStale) return { fresh: false, staleReason: 'idle' };
+
+  const upcoming = [dailyNextAt, idleExpiresAt === undefined ? undefined : idleExpiresAt + 1].filter(
+    (at): at is number => at !== undefined,
+  );
+  return upcoming.length === 0 ? { fresh: true } : { fresh: true, nextResetAt: Math.min(...upcoming) };
+}
+
+function policyTimeZone(policy: ResetPolicy): string {
+  if (policy.timezone === undefined) return hostTimeZone();
+  const path = policy.source.startsWith('session.') ? `${policy.source}.timezone` : 'session.reset.timezone';
+  return readTimeZone(policy.timezone, path) ?? hostTimeZone();
+}
+
+/** The configured reset triggers, trimmed and lower-cased; the default when unset. */
+export function resolveResetTriggers(session: SessionConfig | undefined): string[] {
+  const configured = session?.resetTriggers;
+  if (configured === undefined || configured === null) return [...DEFAULT_RESET_TRIGGERS];
+  if (!Array.isArray(configured)) configError('session.resetTriggers', configured, 'a list of strings');
+  return configured.map((trigger, index) => {
+    if (typeof trigger !== 'string' || trigger.trim() === '' || /\s/.test(trigger.trim())) {
+      configError(`session.resetTriggers[${index}]`, trigger, 'a non-empty word such as "/new"');
+    }
+    return trigger.trim().toLowerCase();
+  });
+}
+
+export interface ResetTrigger {
+  /** The trigger as configured (trimmed, lower-case), e.g. `/new`. */
+  trigger: string;
+  /** The text after the trigger, trimmed; passed on as the message ('' = none). */
+  rest: string;
+  /** Set by `/new <model>`. */
+  model?: string;
+}
+
+export interface ResetTriggerOptions {
+  /** Narrows what counts as a model after `/new`, e.g. to the configured models and aliases. */
+  isKnownModel?: (token: string) => boolean;
+}
+
+// One token of characters that model ids and aliases use (`gpt-4o`, `openai/gpt-5`,
+// `llama3:8b`, `opus`), not ending in a dot so that "/new ok." stays a message.
+const MODEL_TOKEN = /^[a-z0-9][a-z0-9._:/@+-]*$/i;
+const MODEL_TRIGGER = '/new';
+
+/**
+ * Whether `text` is a reset trigger. Matching is case-insensitive on the whole first word: `/new`
+ * and `/NEW hello` match, `/newer` does not.
+ *
+ * The model rule: after `/new` (only `/new`, never `/reset` or custom triggers), the rest is a
+ * model when it is exactly one token of model-name characters (letters, digits, `. _ : / @ + -`,
+ * not ending in `.`) and, if the caller passes `isKnownModel`, that function accepts it. Anything
+ * else — several words, punctuation — is the message. So `/new gpt-4o` sets the model, while
+ * `/new what's up?` passes the text on; to start afresh with a one-word message, use `/reset word`.
+ */
+export function parseResetTrigger(
+  text: string,
+  triggers: readonly string[] = DEFAULT_RESET_TRIGGERS,
+  options: ResetTriggerOptions = {},
+): ResetTrigger | null {
+  if (typeof text !== 'string') return null;
+  const trimmed = text.trim();
+  const firstWord = /^\S+/.exec(trimmed)?.[0];
+  if (firstWord === undefined) return null;
+  const wanted = firstWord.toLowerCase();
+  const trigger = triggers
+    .filter((candidate): candidate is string => typeof candidate === 'string')
+    .map((candidate) => candidate.trim().toLowerCase())
+    .find((candidate) => candidate !== '' && candidate === wanted);
+  if (trigger === undefined) return null;
+
+  const rest = trimmed.slice(firstWord.length).trim();
+  if (trigger === MODEL_TRIGGER && isModelToken(rest, options)) return { trigger, rest: '', model: rest };
+  return { trigger, rest };
+}
+
+function isModelToken(rest: string, options: ResetTriggerOptions): boolean {
+  if (rest === '' || !MODEL_TOKEN.test(rest) || rest.endsWith('.')) return false;
+  return options.isKnownModel === undefined || options.isKnownModel(rest);
+}

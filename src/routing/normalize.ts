@@ -1,0 +1,92 @@
+// Normalisation of raw route input (from flags, NDJSON or the socket) into a RouteInput.
+// Every rejection names the JSON path of the offending field.
+
+import { SwitchboardError, normalizeAccountId } from '../core/index.js';
+import type { PeerKind } from '../config/types.js';
+import type { Peer, RouteInput } from './types.js';
+
+type InputErrorCode = 'BAD_INPUT' | 'BAD_MESSAGE';
+
+const PEER_KINDS: Record<string, PeerKind> = { direct: 'direct', dm: 'direct', group: 'group', channel: 'channel' };
+
+export function normalizePeerKind(raw: unknown): PeerKind | undefined {
+  return typeof raw === 'string' ? PEER_KINDS[raw.trim().toLowerCase()] : undefined;
+}
+
+function fail(code: InputErrorCode, path: string, problem: string): never {
+  throw new SwitchboardError(code, `"${path}" ${problem}`, { details: { path } });
+}
+
+/** Strings pass trimmed, finite numbers are stringified; anything else is a typed error. */
+function optionalText(value: unknown, path: string, code: InputErrorCode): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value.trim();
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return fail(code, path, `must be a string, got ${describeType(value)}`);
+}
+
+export function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/** Accepts `{kind, id}` or the shorthand string `"kind:id"` (the id may itself contain `:`). */
+export function normalizePeer(raw: unknown, path: string, code: InputErrorCode = 'BAD_INPUT'): Peer | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  let kindRaw: unknown;
+  let idRaw: unknown;
+  if (typeof raw === 'string') {
+    const colon = raw.indexOf(':');
+    if (colon < 0) fail(code, path, `must be "kind:id" (e.g. "direct:123"), got "${raw}"`);
+    kindRaw = raw.slice(0, colon);
+    idRaw = raw.slice(colon + 1);
+  } else if (typeof raw === 'object' && !Array.isArray(raw)) {
+    kindRaw = (raw as Record<string, unknown>).kind;
+    idRaw = (raw as Record<string, unknown>).id;
+  } else {
+    return fail(code, path, `must be an object {kind, id} or a "kind:id" string, got ${describeType(raw)}`);
+  }
+  const kind = normalizePeerKind(kindRaw);
+  if (kind === undefined) {
+    fail(code, `${path}.kind`, `must be one of direct, dm, group, channel, got ${JSON.stringify(kindRaw ?? null)}`);
+  }
+  const id = optionalText(idRaw, `${path}.id`, code) ?? '';
+  return { kind, id };
+}
+
+function roleList(raw: unknown, path: string, code: InputErrorCode): string[] {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) return fail(code, path, `must be an array of strings, got ${describeType(raw)}`);
+  return raw.map((role, i) => optionalText(role, `${path}[${i}]`, code) ?? '').filter((role) => role !== '');
+}
+
+/** Normalises the routing fields of a raw object (a route input or an inbound message). */
+export function normalizeRouteInput(raw: unknown, code: InputErrorCode = 'BAD_INPUT'): RouteInput {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    return fail(code, '$', `must be a JSON object, got ${describeType(raw)}`);
+  }
+  const obj = raw as Record<string, unknown>;
+  const channelRaw = obj.channel;
+  if (channelRaw === undefined || channelRaw === null) fail(code, 'channel', 'is required');
+  if (typeof channelRaw !== 'string') fail(code, 'channel', `must be a string, got ${describeType(channelRaw)}`);
+  const channel = channelRaw.trim().toLowerCase();
+  if (channel === '') fail(code, 'channel', 'must not be blank');
+
+  const input: RouteInput = {
+    channel,
+    accountId: normalizeAccountId(optionalText(obj.accountId, 'accountId', code)),
+    memberRoleIds: roleList(obj.memberRoleIds, 'memberRoleIds', code),
+  };
+  const peer = normalizePeer(obj.peer, 'peer', code);
+  if (peer) input.peer = peer;
+  const parentPeer = normalizePeer(obj.parentPeer, 'parentPeer', code);
+  if (parentPeer) input.parentPeer = parentPeer;
+  const guildId = optionalText(obj.guildId, 'guildId', code);
+  if (guildId) input.guildId = guildId;
+  const teamId = optionalText(obj.teamId, 'teamId', code);
+  if (teamId) input.teamId = teamId;
+  const threadId = optionalText(obj.threadId, 'threadId', code);
+  if (threadId) input.threadId = threadId;
+  return input;
+}

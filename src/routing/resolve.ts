@@ -1,0 +1,231 @@
+// Agent selection (the nine tiers) and route assembly. resolveRoute uses the binding index;
+// explainRoute walks every binding of the channel with the same predicates to say why each lost.
+
+import type { AccountBucket, CompiledBinding, RoutingTable } from './routing-table.js';
+import { peerClassOf, peerIndexKey } from './routing-table.js';
+import { buildSessionKey } from './session-key.js';
+import type { KeyDerivation, MatchedBy, Peer, ResolvedRoute, RouteInput, TraceCandidate, TraceTier } from './types.js';
+
+interface TierRule {
+  tier: number;
+  matchedBy: MatchedBy;
+  /** Why the tier is not considered for this input, or undefined when it is. */
+  skipReason(input: RouteInput): string | undefined;
+  /** The peer the binding's peer is compared with in this tier. */
+  scopePeer(input: RouteInput): Peer | undefined;
+  /** Indexed candidates of one account bucket (`isWildcard`: the `*` bucket), in config order. */
+  lookup(bucket: AccountBucket, input: RouteInput, isWildcard: boolean): CompiledBinding[] | undefined;
+  /** Whether a binding belongs to this tier at all (used by explain). */
+  holds(binding: CompiledBinding): boolean;
+}
+
+const TIERS: readonly TierRule[] = [
+  {
+    tier: 1,
+    matchedBy: 'binding.peer',
+    skipReason: (input) => (input.peer ? undefined : 'no peer'),
+    scopePeer: (input) => input.peer,
+    lookup: (bucket, input) => bucket.peerExact.get(peerIndexKey(peerClassOf(input.peer!.kind), input.peer!.id)),
+    holds: (binding) => binding.tier === 1,
+  },
+  {
+    tier: 2,
+    matchedBy: 'binding.peer.parent',
+    skipReason: (input) => (input.parentPeer?.id ? undefined : 'no parentPeer'),
+    scopePeer: (input) => input.parentPeer,
+    lookup: (bucket, input) => bucket.peerExact.get(peerIndexKey(peerClassOf(input.parentPeer!.kind), input.parentPeer!.id)),
+    holds: (binding) => binding.tier === 1,
+  },
+  {
+    tier: 3,
+    matchedBy: 'binding.peer.wildcard',
+    skipReason: (input) => (input.peer ? undefined : 'no peer'),
+    scopePeer: (input) => input.peer,
+    lookup: (bucket, input) => bucket.peerWildcard.get(peerClassOf(input.peer!.kind)),
+    holds: (binding) => binding.tier === 3,
+  },
+  {
+    tier: 4,
+    matchedBy: 'binding.guild+roles',
+    skipReason: (input) => (!input.guildId ? 'no guildId' : input.memberRoleIds.length === 0 ? 'no memberRoleIds' : undefined),
+    scopePeer: () => undefined,
+    lookup: (bucket, input) => bucket.guildWithRoles.get(input.guildId!),
+    holds: (binding) => binding.tier === 4,
+  },
+  {
+    tier: 5,
+    matchedBy: 'binding.guild',
+    skipReason: (input) => (input.guildId ? undefined : 'no guildId'),
+    scopePeer: () => undefined,
+    lookup: (bucket, input) => bucket.guildOnly.get(input.guildId!),
+    holds: (binding) => binding.tier === 5,
+  },
+  {
+    tier: 6,
+    matchedBy: 'binding.team',
+    skipReason: (input) => (input.teamId ? undefined : 'no teamId'),
+    scopePeer: () => undefined,
+    lookup: (bucket, input) => bucket.team.get(input.teamId!),
+    holds: (binding) => binding.tier === 6,
+  },
+  {
+    tier: 7,
+    matchedBy: 'binding.account',
+    skipReason: () => undefined,
+    scopePeer: () => undefined,
+    lookup: (bucket, _input, isWildcard) => (isWildcard ? undefined : bucket.plain),
+    holds: (binding) => binding.tier === 7,
+  },
+  {
+    tier: 8,
+    matchedBy: 'binding.channel',
+    skipReason: () => undefined,
+    scopePeer: () => undefined,
+    lookup: (bucket, _input, isWildcard) => (isWildcard ? bucket.plain : undefined),
+    holds: (binding) => binding.tier === 8,
+  },
+];
+
+/**
+ * Why a binding fails the constraints that are not encoded in the index (guild, team, roles),
+ * or undefined when all of them hold. Shared by the fast path and explain.
+ */
+function constraintRejection(binding: CompiledBinding, input: RouteInput): string | undefined {
+  if (binding.guildId !== undefined && binding.guildId !== input.guildId) {
+    return input.guildId ? `guild ${binding.guildId} ≠ ${input.guildId}` : `needs guild ${binding.guildId}, input has none`;
+  }
+  if (binding.teamId !== undefined && binding.teamId !== input.teamId) {
+    return input.teamId ? `team ${binding.teamId} ≠ ${input.teamId}` : `needs team ${binding.teamId}, input has none`;
+  }
+  if (binding.roles.length > 0 && !binding.roles.some((role) => input.memberRoleIds.includes(role))) {
+    return `role missing (needs any of ${binding.roles.join(', ')})`;
+  }
+  return undefined;
+}
+
+export interface AgentSelection {
+  matchedBy: MatchedBy;
+  binding?: CompiledBinding;
+}
+
+function firstPassing(list: CompiledBinding[] | undefined, input: RouteInput): CompiledBinding | undefined {
+  if (!list) return undefined;
+  for (const binding of list) if (constraintRejection(binding, input) === undefined) return binding;
+  return undefined;
+}
+
+/** Picks the agent: the first tier with a match wins; inside a tier, the first binding in config order. */
+export function selectAgent(table: RoutingTable, input: RouteInput): AgentSelection {
+  const byAccount = table.index.get(input.channel);
+  if (byAccount) {
+    const exact = byAccount.get(input.accountId);
+    const wildcard = byAccount.get('*');
+    for (const rule of TIERS) {
+      if (rule.skipReason(input) !== undefined) continue;
+      const fromExact = exact ? firstPassing(rule.lookup(exact, input, false), input) : undefined;
+      const fromWildcard = wildcard ? firstPassing(rule.lookup(wildcard, input, true), input) : undefined;
+      const winner = fromExact && fromWildcard ? (fromExact.index < fromWildcard.index ? fromExact : fromWildcard) : (fromExact ?? fromWildcard);
+      if (winner) return { matchedBy: rule.matchedBy, binding: winner };
+    }
+  }
+  return { matchedBy: 'default' };
+}
+
+export interface RouteResolution {
+  route: ResolvedRoute;
+  binding?: CompiledBinding;
+  derivation: KeyDerivation;
+}
+
+/** Assembles the ResolvedRoute for a selection: agent, then the key from the session policy. */
+export function routeFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): RouteResolution {
+  const agentId = selection.binding?.agentId ?? table.defaultAgentId;
+  const { sessionKey, mainSessionKey, derivation } = buildSessionKey({
+    agentId,
+    channel: input.channel,
+    accountId: input.accountId,
+    peer: input.peer,
+    dmScope: table.dmScope,
+    mainKey: table.mainKey,
+    identityLinks: table.identityLinks,
+    threadId: input.threadId,
+  });
+  return {
+    route: {
+      agentId,
+      channel: input.channel,
+      accountId: input.accountId,
+      dmScope: table.dmScope,
+      sessionKey,
+      mainSessionKey,
+      lastRoutePolicy: sessionKey === mainSessionKey ? 'main' : 'session',
+      matchedBy: selection.matchedBy,
+    },
+    binding: selection.binding,
+    derivation,
+  };
+}
+
+export function resolveRoute(table: RoutingTable, input: RouteInput): RouteResolution {
+  return routeFor(table, input, selectAgent(table, input));
+}
+
+/** Full rejection reason of one binding in one tier, including what the index already filtered. */
+function candidateRejection(binding: CompiledBinding, rule: TierRule, input: RouteInput): string | undefined {
+  if (binding.accountPattern !== '*' && binding.accountPattern !== input.accountId) {
+    return `account ${binding.accountPattern} ≠ ${input.accountId}`;
+  }
+  if (binding.peer) {
+    const peer = rule.scopePeer(input)!;
+    const label = rule.tier === 2 ? 'parent peer' : 'peer';
+    if (binding.peer.peerClass !== peerClassOf(peer.kind)) return `${label} kind ${binding.peer.kind} ≠ ${peer.kind}`;
+    if (!binding.peer.wildcard && binding.peer.id !== peer.id) return `${label} id ${binding.peer.id} ≠ ${peer.id}`;
+  }
+  return constraintRejection(binding, input);
+}
+
+export interface RouteExplanation extends RouteResolution {
+  trace: TraceTier[];
+}
+
+/** Resolves like resolveRoute, recording every tier and every candidate binding of the channel. */
+export function explainRoute(table: RoutingTable, input: RouteInput): RouteExplanation {
+  const channelBindings = table.bindings.filter((binding) => binding.channel === input.channel);
+  const trace: TraceTier[] = [];
+  let winner: AgentSelection | undefined;
+  for (const rule of TIERS) {
+    const entry: TraceTier = { tier: rule.tier, matchedBy: rule.matchedBy, candidates: [] };
+    const tierBindings = channelBindings.filter((binding) => rule.holds(binding));
+    const skip = winner ? `not reached: ${winner.matchedBy} matched` : rule.skipReason(input);
+    if (skip !== undefined) {
+      entry.skipped = skip;
+      entry.candidates = tierBindings.map((b) => ({ index: b.index, agentId: b.agentId, match: b.match, result: 'not-reached' }));
+    } else {
+      for (const binding of tierBindings) {
+        const candidate: TraceCandidate = { index: binding.index, agentId: binding.agentId, match: binding.match, result: 'not-reached' };
+        if (!winner) {
+          const reason = candidateRejection(binding, rule, input);
+          if (reason === undefined) {
+            candidate.result = 'matched';
+            winner = { matchedBy: rule.matchedBy, binding };
+          } else {
+            candidate.result = 'rejected';
+            candidate.reason = reason;
+          }
+        } else {
+          candidate.reason = `binding ${winner.binding!.index} came first in config order`;
+        }
+        entry.candidates.push(candidate);
+      }
+    }
+    trace.push(entry);
+  }
+  const selection = winner ?? { matchedBy: 'default' as const };
+  trace.push({
+    tier: 9,
+    matchedBy: 'default',
+    ...(winner ? { skipped: `not reached: ${winner.matchedBy} matched` } : {}),
+    candidates: [],
+  });
+  return { ...routeFor(table, input, selection), trace };
+}

@@ -1,0 +1,168 @@
+// The one session-key builder and its parser. Every path that needs a key (routing, ingest,
+// explicit keys, cron) goes through buildSessionKey / normalizeExplicitSessionKey.
+
+import { SwitchboardError, normalizeAgentId } from '../core/index.js';
+import type { DmScope, PeerKind } from '../config/types.js';
+import type { KeyDerivation, Peer } from './types.js';
+
+export const THREAD_MARKER = ':thread:';
+
+/** Identity links compiled once per config: lower-cased entry → canonical name + walk order. */
+export interface IdentityLinkTable {
+  byEntry: Map<string, { canonical: string; entry: string; order: number }>;
+}
+
+export function compileIdentityLinks(links: Record<string, string[]> | undefined): IdentityLinkTable {
+  const byEntry = new Map<string, { canonical: string; entry: string; order: number }>();
+  let order = 0;
+  for (const [canonical, entries] of Object.entries(links ?? {})) {
+    if (!Array.isArray(entries)) continue;
+    for (const entry of entries) {
+      const key = String(entry).trim().toLowerCase();
+      // The first occurrence in walk order wins, so later duplicates are ignored.
+      if (key !== '' && !byEntry.has(key)) byEntry.set(key, { canonical, entry: key, order });
+      order++;
+    }
+  }
+  return { byEntry };
+}
+
+/** Finds the canonical identity of a direct peer: candidates `id` and `channel:id`, earliest in walk order. */
+export function lookupIdentityLink(
+  table: IdentityLinkTable,
+  channel: string,
+  peerId: string,
+): { canonical: string; entry: string } | undefined {
+  if (table.byEntry.size === 0) return undefined;
+  const bare = table.byEntry.get(peerId.toLowerCase());
+  const scoped = table.byEntry.get(`${channel}:${peerId}`.toLowerCase());
+  const hit = bare && scoped ? (bare.order <= scoped.order ? bare : scoped) : (bare ?? scoped);
+  return hit ? { canonical: hit.canonical, entry: hit.entry } : undefined;
+}
+
+export function normalizeMainKey(raw: unknown): string {
+  const key = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+  return key === '' ? 'main' : key;
+}
+
+export interface SessionKeyParams {
+  agentId: string;
+  channel: string;
+  accountId: string;
+  peer?: Peer;
+  dmScope: DmScope;
+  mainKey: string;
+  identityLinks: IdentityLinkTable;
+  threadId?: string;
+}
+
+export interface BuiltSessionKey {
+  sessionKey: string;
+  mainSessionKey: string;
+  derivation: KeyDerivation;
+}
+
+function peerIdOrUnknown(id: string): string {
+  const trimmed = id.trim();
+  return trimmed === '' ? 'unknown' : trimmed;
+}
+
+/** Builds `agent:<agentId>:<rest>` from a route, the dmScope policy, identity links and a thread. */
+export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
+  const { agentId, channel, accountId, peer, dmScope, mainKey } = params;
+  const mainSessionKey = `agent:${agentId}:${mainKey}`;
+  const derivation: KeyDerivation = { dmScope, mainKey };
+  let baseKey: string;
+  if (!peer) {
+    baseKey = mainSessionKey;
+  } else if (peer.kind === 'direct') {
+    if (dmScope === 'main') {
+      baseKey = mainSessionKey;
+    } else {
+      let peerId = peerIdOrUnknown(peer.id);
+      const link = lookupIdentityLink(params.identityLinks, channel, peerId);
+      if (link) {
+        peerId = link.canonical;
+        derivation.identityLink = link;
+      }
+      peerId = peerId.toLowerCase();
+      if (dmScope === 'per-peer') baseKey = `agent:${agentId}:direct:${peerId}`;
+      else if (dmScope === 'per-channel-peer') baseKey = `agent:${agentId}:${channel}:direct:${peerId}`;
+      else baseKey = `agent:${agentId}:${channel}:${accountId}:direct:${peerId}`;
+    }
+  } else {
+    baseKey = `agent:${agentId}:${channel}:${peer.kind}:${peerIdOrUnknown(peer.id).toLowerCase()}`;
+  }
+  const sessionKey = appendThreadSuffix(baseKey, params.threadId);
+  if (sessionKey !== baseKey) derivation.threadSuffix = sessionKey.slice(baseKey.length);
+  return { sessionKey, mainSessionKey, derivation };
+}
+
+/** `<baseKey>:thread:<threadId>` (thread id lower-cased); no thread → the base key. */
+export function appendThreadSuffix(baseKey: string, threadId: string | undefined): string {
+  const thread = threadId?.trim().toLowerCase();
+  return thread ? `${baseKey}${THREAD_MARKER}${thread}` : baseKey;
+}
+
+export type SessionKeyKind = 'main' | 'direct' | 'group' | 'channel' | 'cron' | 'subagent' | 'other';
+
+export interface ParsedSessionKey {
+  agentId: string;
+  rest: string;
+  kind: SessionKeyKind;
+  channel?: string;
+  peerKind?: PeerKind;
+  peerId?: string;
+  threadId?: string;
+}
+
+/** Splits an `agent:` key into its parts; a malformed key is an error, never a guess. */
+export function parseSessionKey(key: string, mainKey = 'main'): ParsedSessionKey {
+  const match = /^agent:([^:]+):(.+)$/.exec(key);
+  if (!match || normalizeAgentId(match[1]) !== match[1]) {
+    throw new SwitchboardError('BAD_INPUT', `malformed session key "${key}": expected agent:<agentId>:<rest>`, {
+      details: { sessionKey: key },
+    });
+  }
+  const agentId = match[1];
+  const rest = match[2];
+  const parsed: ParsedSessionKey = { agentId, rest, kind: 'other' };
+  let base = rest;
+  const threadAt = rest.lastIndexOf(THREAD_MARKER);
+  if (threadAt >= 0) {
+    parsed.threadId = rest.slice(threadAt + THREAD_MARKER.length);
+    base = rest.slice(0, threadAt);
+  }
+  const parts = base.split(':');
+  if (base === mainKey) parsed.kind = 'main';
+  else if (parts[0] === 'cron') parsed.kind = 'cron';
+  else if (parts[0] === 'subagent') parsed.kind = 'subagent';
+  else if (parts[0] === 'direct') Object.assign(parsed, { kind: 'direct', peerKind: 'direct', peerId: parts.slice(1).join(':') });
+  else {
+    // <channel>:[<account>:]<direct|group|channel>:<peerId>; the peer id may itself contain ':'.
+    const kindAt = parts.findIndex((part, i) => i > 0 && i <= 2 && (part === 'direct' || part === 'group' || part === 'channel'));
+    if (kindAt > 0) {
+      const peerKind = parts[kindAt] as PeerKind;
+      Object.assign(parsed, { kind: peerKind, channel: parts[0], peerKind, peerId: parts.slice(kindAt + 1).join(':') });
+    }
+  }
+  return parsed;
+}
+
+/** An explicit `sessionKey` on a message: `agent:<id>:<rest>` as given, a bare `foo` → `agent:<default>:foo`. */
+export function normalizeExplicitSessionKey(raw: string, defaultAgentId: string): string {
+  const key = raw.trim().toLowerCase();
+  if (key === '') throw new SwitchboardError('BAD_INPUT', 'session key must not be blank', { details: { path: 'sessionKey' } });
+  if (key.startsWith('agent:')) {
+    parseSessionKey(key);
+    return key;
+  }
+  return `agent:${defaultAgentId}:${key}`;
+}
+
+/** The cron key family: `agent:<agentId>:cron:<jobId>`. */
+export function cronSessionKey(agentId: string, jobId: string): string {
+  const job = jobId.trim().toLowerCase();
+  if (job === '') throw new SwitchboardError('BAD_INPUT', '"cron.jobId" must not be blank', { details: { path: 'cron.jobId' } });
+  return `agent:${agentId}:cron:${job}`;
+}

@@ -1,0 +1,233 @@
+// Where every store file lives: state dir, per-agent sessions folder, sessions.json, transcripts
+// and archives. Ids from outside never leave their folder: each name goes through resolveInside().
+
+import { mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { SwitchboardError, normalizeAgentId } from '../core/index.js';
+
+/** Folders the store creates are private to the user… */
+export const DIR_MODE = 0o700;
+/** …and so are the files it writes. */
+export const FILE_MODE = 0o600;
+
+export const STATE_DIR_ENV = 'SWITCHBOARD_STATE_DIR';
+export const DEFAULT_STATE_DIR_NAME = '.switchboard';
+export const SESSIONS_FILE_NAME = 'sessions.json';
+export const TRANSCRIPT_SUFFIX = '.jsonl';
+export const THREAD_INFIX = '-topic-';
+
+/** `sessionId` grammar from store.md: lower-case, starts alphanumeric, at most 128 characters. */
+export const SESSION_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+
+/** Most file systems refuse names longer than 255 bytes; we refuse them first, as bad input. */
+const MAX_FILE_NAME_BYTES = 255;
+
+export type ArchiveReason = 'reset' | 'deleted';
+const ARCHIVE_REASONS: readonly ArchiveReason[] = ['reset', 'deleted'];
+
+export interface StateDirOptions {
+  /** Value of `--state-dir`, if given. */
+  stateDir?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Defaults to os.homedir(); injectable so tests never touch the real home. */
+  homeDir?: string;
+}
+
+export interface StoreLocationOptions {
+  /** `session.store` from the config: a sessions.json path that may contain `{agentId}`. */
+  storeTemplate?: string;
+  homeDir?: string;
+}
+
+export interface StoreLocation {
+  /** The normalised agent id the location was built for. */
+  agentId: string;
+  /** Folder holding sessions.json, transcripts, archives and locks of this agent. */
+  sessionsDir: string;
+  /** Absolute path of sessions.json. */
+  storePath: string;
+}
+
+function badInput(message: string, details: Record<string, unknown>): SwitchboardError {
+  return new SwitchboardError('BAD_INPUT', message, { details });
+}
+
+/** Shortens attacker-sized values before they go into messages and details. */
+function preview(value: string): string {
+  const printable = value.replace(/\0/g, '\\0');
+  return printable.length > 80 ? `${printable.slice(0, 77)}...` : printable;
+}
+
+/** `~` and `~/x` become the home dir; nothing else is touched (no `~user`). */
+export function expandHome(value: string, homeDir: string = os.homedir()): string {
+  if (value === '~') return homeDir;
+  if (value.startsWith('~/') || value.startsWith(`~${path.sep}`)) return path.join(homeDir, value.slice(2));
+  return value;
+}
+
+/**
+ * Joins ONE file-name segment onto `dir` and proves the result is a direct child of `dir`.
+ * Every store path built from outside input goes through here, so a single function decides
+ * what may not escape: separators, `.`/`..`, NUL, absolute names, over-long names.
+ */
+export function resolveInside(dir: string, name: string): string {
+  const base = path.resolve(dir);
+  if (typeof name !== 'string' || name === '') {
+    throw badInput('empty file name in a store path', { dir: base });
+  }
+  if (name.includes('\0')) {
+    throw badInput(`file name "${preview(name)}" contains a NUL byte`, { dir: base, name: preview(name) });
+  }
+  if (name === '.' || name === '..' || name.includes('/') || name.includes('\\') || path.isAbsolute(name)) {
+    throw badInput(`file name "${preview(name)}" would leave ${base}`, { dir: base, name: preview(name) });
+  }
+  if (Buffer.byteLength(name, 'utf8') > MAX_FILE_NAME_BYTES) {
+    throw badInput(`file name of ${Buffer.byteLength(name, 'utf8')} bytes is too long (max ${MAX_FILE_NAME_BYTES})`, {
+      dir: base,
+      name: preview(name),
+    });
+  }
+  const resolved = path.join(base, name);
+  // Belt and braces: whatever the checks above missed, the relative path must be the name itself.
+  const relative = path.relative(base, resolved);
+  if (relative !== name || relative.startsWith('..') || path.isAbsolute(relative)) {
+    throw badInput(`file name "${preview(name)}" would leave ${base}`, { dir: base, name: preview(name) });
+  }
+  return resolved;
+}
+
+/** The state dir from `--state-dir`, else $SWITCHBOARD_STATE_DIR, else ~/.switchboard (absolute). */
+export function resolveStateDir(options: StateDirOptions = {}): string {
+  const env = options.env ?? process.env;
+  const homeDir = options.homeDir ?? os.homedir();
+  const chosen =
+    options.stateDir !== undefined && options.stateDir !== ''
+      ? options.stateDir
+      : env[STATE_DIR_ENV] !== undefined && env[STATE_DIR_ENV] !== ''
+        ? env[STATE_DIR_ENV]
+        : path.join(homeDir, DEFAULT_STATE_DIR_NAME);
+  if (chosen.includes('\0')) {
+    throw badInput('state dir contains a NUL byte', { stateDir: preview(chosen) });
+  }
+  return path.resolve(expandHome(chosen, homeDir));
+}
+
+/** Creates a folder (and missing parents) private to the user; existing folders are left as they are. */
+export async function ensureDirectory(dir: string): Promise<string> {
+  try {
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+  } catch (err) {
+    throw new SwitchboardError('IO', `cannot create folder ${dir}: ${(err as Error).message}`, {
+      cause: err,
+      details: { path: dir, errno: (err as NodeJS.ErrnoException).code },
+    });
+  }
+  return dir;
+}
+
+/** Resolves and creates (0700) the state dir. */
+export async function ensureStateDir(options: StateDirOptions = {}): Promise<string> {
+  return ensureDirectory(resolveStateDir(options));
+}
+
+/** `<state>/agents/<agentId>/sessions`, the agent id normalised and each segment checked. */
+export function resolveAgentSessionsDir(stateDir: string, agentId: unknown): string {
+  const agentsDir = resolveInside(path.resolve(stateDir), 'agents');
+  return resolveInside(resolveInside(agentsDir, normalizeAgentId(agentId)), 'sessions');
+}
+
+/**
+ * Where an agent's store lives. `session.store` (OpenClaw-compatible) names the sessions.json
+ * file; `{agentId}` is replaced by the normalised id, `~` is expanded and relative paths are
+ * taken from the state dir. A template ending in a separator names the folder instead.
+ */
+export function resolveStoreLocation(stateDir: string, agentId: unknown, options: StoreLocationOptions = {}): StoreLocation {
+  const normalisedAgentId = normalizeAgentId(agentId);
+  const template = options.storeTemplate;
+  if (template === undefined || template.trim() === '') {
+    const sessionsDir = resolveAgentSessionsDir(stateDir, normalisedAgentId);
+    return { agentId: normalisedAgentId, sessionsDir, storePath: resolveInside(sessionsDir, SESSIONS_FILE_NAME) };
+  }
+  if (template.includes('\0')) {
+    throw badInput('session.store contains a NUL byte', { storeTemplate: preview(template) });
+  }
+  // The normalised id cannot contain separators or dots-only names, so substituting it cannot
+  // climb out of what the (trusted) config author wrote.
+  const substituted = expandHome(template.trim().split('{agentId}').join(normalisedAgentId), options.homeDir);
+  const namesFolder = substituted.endsWith('/') || substituted.endsWith(path.sep);
+  const absolute = path.resolve(path.resolve(stateDir), substituted);
+  const sessionsDir = namesFolder ? absolute : path.dirname(absolute);
+  const fileName = namesFolder ? SESSIONS_FILE_NAME : path.basename(absolute);
+  return { agentId: normalisedAgentId, sessionsDir, storePath: resolveInside(sessionsDir, fileName) };
+}
+
+/** Returns the id if it matches the sessionId grammar, else throws BAD_INPUT. */
+export function validateSessionId(sessionId: unknown): string {
+  if (typeof sessionId !== 'string' || !SESSION_ID_PATTERN.test(sessionId)) {
+    const shown = typeof sessionId === 'string' ? preview(sessionId) : typeof sessionId;
+    throw badInput(`invalid sessionId "${shown}" (expected ${SESSION_ID_PATTERN.source})`, { sessionId: shown });
+  }
+  return sessionId;
+}
+
+/** URI-encodes a thread/topic id for a file name; empty or unencodable ids are BAD_INPUT. */
+export function encodeThreadId(threadId: unknown): string {
+  if ((typeof threadId !== 'string' && typeof threadId !== 'number') || String(threadId) === '') {
+    throw badInput('thread id must be a non-empty string or number', { threadId: typeof threadId });
+  }
+  try {
+    return encodeURIComponent(String(threadId));
+  } catch (err) {
+    // Lone UTF-16 surrogates cannot be encoded.
+    throw new SwitchboardError('BAD_INPUT', 'thread id is not valid Unicode', { cause: err });
+  }
+}
+
+/** `<sessionsDir>/<sessionId>.jsonl` */
+export function resolveTranscriptPath(sessionsDir: string, sessionId: string): string {
+  return resolveInside(sessionsDir, `${validateSessionId(sessionId)}${TRANSCRIPT_SUFFIX}`);
+}
+
+/** `<sessionsDir>/<sessionId>-topic-<encodeURIComponent(threadId)>.jsonl` */
+export function resolveThreadTranscriptPath(sessionsDir: string, sessionId: string, threadId: string | number): string {
+  const name = `${validateSessionId(sessionId)}${THREAD_INFIX}${encodeThreadId(threadId)}${TRANSCRIPT_SUFFIX}`;
+  return resolveInside(sessionsDir, name);
+}
+
+/** ISO-8601 UTC with `:` → `-` (file-name safe everywhere), e.g. `2026-01-02T03-04-05.678Z`. */
+export function formatArchiveTimestamp(epochMs: number): string {
+  const date = new Date(epochMs);
+  if (!Number.isFinite(epochMs) || Number.isNaN(date.getTime())) {
+    throw badInput(`invalid archive time ${String(epochMs)}`, { now: String(epochMs) });
+  }
+  return date.toISOString().replace(/:/g, '-');
+}
+
+/** `<file>.reset.<ts>` / `<file>.deleted.<ts>` in the same folder as `filePath`. */
+export function archivePathFor(filePath: string, reason: ArchiveReason, epochMs: number): string {
+  if (!ARCHIVE_REASONS.includes(reason)) {
+    throw badInput(`invalid archive reason "${String(reason)}"`, { reason: String(reason) });
+  }
+  const absolute = path.resolve(filePath);
+  return resolveInside(path.dirname(absolute), `${path.basename(absolute)}.${reason}.${formatArchiveTimestamp(epochMs)}`);
+}
+
+export interface ParsedArchiveName {
+  /** Name of the file before it was archived. */
+  originalName: string;
+  reason: ArchiveReason;
+  /** Epoch ms of the archive timestamp. */
+  archivedAt: number;
+}
+
+const ARCHIVE_NAME = /^(.+)\.(reset|deleted)\.(\d{4}-\d{2}-\d{2}T\d{2})-(\d{2})-(\d{2}(?:\.\d{1,3})?Z)$/;
+
+/** Recognises archive names written by archivePathFor(); null for anything else. */
+export function parseArchiveName(fileName: string): ParsedArchiveName | null {
+  const match = ARCHIVE_NAME.exec(fileName);
+  if (match === null) return null;
+  const archivedAt = Date.parse(`${match[3]}:${match[4]}:${match[5]}`);
+  if (Number.isNaN(archivedAt)) return null;
+  return { originalName: match[1]!, reason: match[2] as ArchiveReason, archivedAt };
+}
