@@ -1,0 +1,119 @@
+// Config loading through the real CLI: locations, JSON5, schema errors with JSON paths and
+// exit 78, unknown keys as warnings, and `config show` sources.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
+import { jsonPathOf } from '../../src/config/index.js';
+
+function errorOf(stderr: string): { code: string; message: string } {
+  return JSON.parse(stderr.trim().split('\n').pop()!).error;
+}
+
+describe('config validate', () => {
+  test('a schema error names the JSON path and exits 78', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'c.json'), { bindings: [{ agentId: 'main', match: { channel: 'x' } }, { agentId: 'main', match: { channel: 7 } }] });
+    const r = await runCli(['config', 'validate', '--config', file, '--json']);
+    assert.equal(r.code, 78);
+    const error = errorOf(r.stderr);
+    assert.equal(error.code, 'CONFIG_INVALID');
+    assert.match(error.message, /bindings\[1\]\.match\.channel/);
+  });
+
+  test('a wrong enum value and a missing required field are reported with paths', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'c.json'), { session: { dmScope: 'per-user' }, agents: { list: [{ name: 'x' }] } });
+    const r = await runCli(['config', 'validate', '--config', file]);
+    assert.equal(r.code, 78);
+    assert.match(r.stderr, /session\.dmScope/);
+    assert.match(r.stderr, /agents\.list\[0\]\.id/);
+  });
+
+  test('a JSON5 syntax error names the line and exits 78', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'c.json5');
+    fs.writeFileSync(file, '{\n  // comment\n  session: { dmScope: "per-peer", },\n  bindings: [ oops ]\n}\n');
+    const r = await runCli(['config', 'validate', '--config', file, '--json']);
+    assert.equal(r.code, 78);
+    assert.match(errorOf(r.stderr).message, /c\.json5:4:/);
+  });
+
+  test('JSON5 with comments and trailing commas is accepted', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'c.json5');
+    fs.writeFileSync(file, '{\n  // mine\n  session: { dmScope: "per-peer", },\n}\n');
+    const r = await runCli(['config', 'validate', '--config', file, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(jsonLines(r.stdout)[0].ok, true);
+  });
+
+  test('a binding to an unknown agent is an error naming the binding and the known agents', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'c.json'), { agents: { list: [{ id: 'home' }] }, bindings: [{ agentId: 'work', match: { channel: 'x' } }] });
+    const r = await runCli(['route', 'resolve', '--channel', 'x', '--config', file, '--json']);
+    assert.equal(r.code, 78);
+    const error = errorOf(r.stderr);
+    assert.equal(error.code, 'CONFIG_INVALID');
+    assert.match(error.message, /bindings\[0\]\.agentId/);
+    assert.match(error.message, /home/);
+  });
+
+  test('unknown keys (an OpenClaw config has many) are warnings, not errors', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'openclaw.json'), { gateway: { port: 1 }, session: { dmScope: 'per-peer', typingIntervalSeconds: 5 } });
+    const r = await runCli(['config', 'validate', '--config', file, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(jsonLines(r.stdout)[0].warnings, ['unknown key gateway (ignored)', 'unknown key session.typingIntervalSeconds (ignored)']);
+  });
+
+  test('a missing --config file is NOT_FOUND (66)', async () => {
+    const r = await runCli(['config', 'validate', '--config', '/nonexistent/x.json5', '--json']);
+    assert.equal(r.code, 66);
+    assert.equal(errorOf(r.stderr).code, 'NOT_FOUND');
+  });
+});
+
+describe('config location', () => {
+  test('<state>/openclaw.json is used when there is no switchboard.json5; switchboard.json5 wins', async () => {
+    const state = tempDir();
+    writeJson(path.join(state, 'openclaw.json'), { agents: { list: [{ id: 'claw' }] } });
+    let r = await runCli(['route', 'resolve', '--channel', 'x', '--json'], { env: { SWITCHBOARD_STATE_DIR: state } });
+    assert.equal(jsonLines(r.stdout)[0].agentId, 'claw');
+    fs.writeFileSync(path.join(state, 'switchboard.json5'), '{agents: {list: [{id: "own"}]}}');
+    r = await runCli(['route', 'resolve', '--channel', 'x', '--json', '--state-dir', state]);
+    assert.equal(jsonLines(r.stdout)[0].agentId, 'own');
+    const elsewhere = writeJson(path.join(tempDir(), 'c.json'), { agents: { list: [{ id: 'env' }] } });
+    r = await runCli(['route', 'resolve', '--channel', 'x', '--json', '--state-dir', state], { env: { SWITCHBOARD_CONFIG: elsewhere } });
+    assert.equal(jsonLines(r.stdout)[0].agentId, 'env');
+  });
+
+  test('no config at all works with agent main', async () => {
+    const r = await runCli(['route', 'resolve', '--channel', 'x', '--json', '--state-dir', tempDir()]);
+    assert.equal(r.code, 0);
+    assert.equal(jsonLines(r.stdout)[0].agentId, 'main');
+  });
+});
+
+describe('config show', () => {
+  test('marks each value as coming from the file or the defaults', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'c.json'), { session: { dmScope: 'per-peer' } });
+    const r = await runCli(['config', 'show', '--config', file, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const shown = jsonLines(r.stdout)[0];
+    const byPath = Object.fromEntries(shown.values.map((v: { path: string }) => [v.path, v]));
+    assert.deepEqual(byPath['session.dmScope'], { path: 'session.dmScope', value: 'per-peer', source: 'file' });
+    assert.deepEqual(byPath['messages.queue.mode'], { path: 'messages.queue.mode', value: 'steer', source: 'default' });
+    assert.equal(shown.path, file);
+  });
+});
+
+test('jsonPathOf renders instance paths the way messages show them', () => {
+  assert.equal(jsonPathOf('/bindings/3/match/channel'), 'bindings[3].match.channel');
+  assert.equal(jsonPathOf('/session/identityLinks/a b'), 'session.identityLinks["a b"]');
+  assert.equal(jsonPathOf(''), '$');
+  assert.equal(jsonPathOf('/agents/list/0', 'id'), 'agents.list[0].id');
+});

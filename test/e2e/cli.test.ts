@@ -1,0 +1,64 @@
+// The CLI contract: exit codes, JSON errors on stderr, help with an example on every command.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { jsonLines, runCli, tempDir } from '../helpers.js';
+
+describe('cli contract', () => {
+  test('an unknown option is USAGE, exit 2, JSON on stderr with --json', async () => {
+    const r = await runCli(['route', 'resolve', '--channel', 'x', '--bogus', '--json']);
+    assert.equal(r.code, 2);
+    assert.equal(JSON.parse(r.stderr.trim()).error.code, 'USAGE');
+    assert.equal(r.stdout, '');
+  });
+
+  test('a bad --now is USAGE', async () => {
+    const r = await runCli(['route', 'resolve', '--channel', 'x', '--now', 'yesterday', '--json']);
+    assert.equal(r.code, 2);
+    assert.equal(JSON.parse(r.stderr.trim()).error.code, 'USAGE');
+  });
+
+  test('a bad --peer is BAD_INPUT (65) naming the field', async () => {
+    const r = await runCli(['route', 'resolve', '--channel', 'x', '--peer', 'room:1', '--json', '--state-dir', tempDir()]);
+    assert.equal(r.code, 65);
+    const error = JSON.parse(r.stderr.trim()).error;
+    assert.equal(error.code, 'BAD_INPUT');
+    assert.match(error.message, /peer\.kind/);
+  });
+
+  test('--batch reports bad lines in place and exits 65 at the end, good lines still answered', async () => {
+    const input = ['{"channel":"a"}', '{"channel":', '', '{"peer":"direct:1"}', '{"channel":"b","peer":{"kind":"dm","id":"7"}}'].join('\n');
+    const r = await runCli(['route', 'resolve', '--batch', '--state-dir', tempDir()], { input });
+    assert.equal(r.code, 65);
+    const lines = jsonLines(r.stdout);
+    assert.equal(lines.length, 4);
+    assert.equal(lines[0].channel, 'a');
+    assert.deepEqual([lines[1].error.code, lines[1].error.line], ['BAD_INPUT', 2]);
+    assert.deepEqual([lines[2].error.code, lines[2].error.line], ['BAD_INPUT', 4]);
+    assert.equal(lines[3].channel, 'b');
+  });
+
+  test('--batch rejects lines over 1 MiB and invalid UTF-8 without stopping', async () => {
+    const huge = `{"channel":"${'x'.repeat(1024 * 1024 + 10)}"}`;
+    const input = Buffer.concat([Buffer.from(`${huge}\n`), Buffer.from([0x7b, 0xff, 0xfe, 0x7d, 0x0a]), Buffer.from('{"channel":"ok"}\n')]);
+    const r = await runCli(['route', 'resolve', '--batch', '--state-dir', tempDir()], { input });
+    assert.equal(r.code, 65);
+    const lines = jsonLines(r.stdout);
+    assert.deepEqual(lines.map((l) => l.error?.line ?? l.channel), [1, 2, 'ok']);
+  });
+
+  test('every command has help with an example', async () => {
+    const commands = [[], ['route'], ['route', 'resolve'], ['route', 'explain'], ['config'], ['config', 'show'], ['config', 'validate']];
+    for (const command of commands) {
+      const r = await runCli([...command, '--help']);
+      assert.equal(r.code, 0, command.join(' '));
+      assert.match(r.stdout, /Examples?:\n\s+\$ switchboard /, `help of "${command.join(' ')}" has an example`);
+    }
+  });
+
+  test('--version prints the package version', async () => {
+    const r = await runCli(['--version']);
+    assert.equal(r.code, 0);
+    assert.match(r.stdout.trim(), /^\d+\.\d+\.\d+$/);
+  });
+});

@@ -1,0 +1,64 @@
+// Shared test helpers: temp dirs and running the real bin/switchboard as a child process.
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (tests run from dist/test/...). */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BIN = path.join(REPO_ROOT, 'bin', 'switchboard');
+export const SHARED_DIR = path.resolve(REPO_ROOT, '..', 'shared');
+
+export function tempDir(prefix = 'sb-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  input?: string | Buffer;
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  timeoutMs?: number;
+}
+
+/** Runs `switchboard <args>` with a clean environment (no inherited SWITCHBOARD_* variables). */
+export function runCli(args: string[], options: RunOptions = {}): Promise<CliResult> {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1' };
+  for (const key of Object.keys(env)) if (key.startsWith('SWITCHBOARD_')) delete env[key];
+  Object.assign(env, options.env);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env, cwd: options.cwd ?? REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+export function jsonLines(text: string): any[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line));
+}
+
+export function writeJson(file: string, value: unknown): string {
+  fs.writeFileSync(file, JSON.stringify(value, null, 2));
+  return file;
+}
