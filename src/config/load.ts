@@ -3,8 +3,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { SwitchboardError } from '../core/index.js';
+import { SwitchboardError, packageRoot } from '../core/index.js';
 import type { SwitchboardConfig } from './types.js';
 import { describeSchemaErrors, jsonPathOf, schemaValidator } from './validators.js';
 
@@ -101,7 +100,7 @@ let configSchema: SchemaNode | undefined;
 
 function loadConfigSchema(): SchemaNode {
   if (!configSchema) {
-    const file = fileURLToPath(new URL('../../../store-format/config.schema.json', import.meta.url));
+    const file = path.join(packageRoot(), 'store-format', 'config.schema.json');
     configSchema = JSON.parse(fs.readFileSync(file, 'utf8')) as SchemaNode;
   }
   return configSchema;

@@ -2,6 +2,8 @@
 // (scripts/build-validators.mjs). Loaded on first use so commands that never validate pay nothing.
 
 import { createRequire } from 'node:module';
+import path from 'node:path';
+import { packageRoot } from '../core/index.js';
 
 export interface SchemaError {
   instancePath: string;
@@ -15,15 +17,14 @@ export interface CompiledValidator {
   errors?: SchemaError[] | null;
 }
 
-const requireFromHere = createRequire(import.meta.url);
 const loaded = new Map<string, CompiledValidator>();
 
 /** The validator for `store-format/<name>.schema.json`. */
 export function schemaValidator(name: string): CompiledValidator {
   let validator = loaded.get(name);
   if (!validator) {
-    // dist/src/config/validators.js → dist/validators/<name>.cjs
-    validator = requireFromHere(`../../validators/${name}.cjs`) as CompiledValidator;
+    const file = path.join(packageRoot(), 'dist', 'validators', `${name}.cjs`);
+    validator = createRequire(file)(file) as CompiledValidator;
     loaded.set(name, validator);
   }
   return validator;

@@ -5,3 +5,4 @@ export * from './errors.js';
 export * from './clock.js';
 export * from './ids.js';
 export * from './ndjson.js';
+export { packageRoot } from './package-root.js';
