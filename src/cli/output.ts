@@ -42,10 +42,11 @@ export class BufferedWriter {
 
   constructor(private readonly stream: Writable, private readonly highWater = 64 * 1024) {}
 
-  async line(text: string): Promise<void> {
+  /** Queues a line; returns true when the buffer is full and the caller should `await flush()`. */
+  line(text: string): boolean {
     this.parts.push(text, '\n');
     this.size += text.length + 1;
-    if (this.size >= this.highWater) await this.flush();
+    return this.size >= this.highWater;
   }
 
   async flush(): Promise<void> {

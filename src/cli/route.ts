@@ -92,7 +92,7 @@ async function runBatch(ctx: CliContext): Promise<number> {
           bad++;
         }
       }
-      await out.line(result);
+      if (out.line(result)) await out.flush();
     }
   });
   await out.flush();
@@ -159,7 +159,7 @@ export function renderExplanation(explanation: RouteExplanation, input: RouteInp
     const stem = last ? '   ' : '│  ';
     const won = tier.candidates.some((c) => c.result === 'matched') || (tier.matchedBy === 'default' && !tier.skipped);
     const title = `tier ${tier.tier} ${tier.matchedBy}`;
-    const status = tier.skipped ? paint.dim(`skipped: ${tier.skipped}`) : won ? paint.green('MATCH') : tier.candidates.length === 0 ? paint.dim('no candidates') : paint.dim('no match');
+    const status = tier.skipped ? paint.dim(tier.skipped.startsWith('not reached') ? tier.skipped : `skipped: ${tier.skipped}`) : won ? paint.green('MATCH') : tier.candidates.length === 0 ? paint.dim('no candidates') : paint.dim('no match');
     lines.push(`${branch} ${won ? paint.bold(title) : title}  ${status}`);
     tier.candidates.forEach((candidate, j) => {
       const cBranch = j === tier.candidates.length - 1 ? '└─' : '├─';

@@ -196,7 +196,7 @@ export function explainRoute(table: RoutingTable, input: RouteInput): RouteExpla
   for (const rule of TIERS) {
     const entry: TraceTier = { tier: rule.tier, matchedBy: rule.matchedBy, candidates: [] };
     const tierBindings = channelBindings.filter((binding) => rule.holds(binding));
-    const skip = winner ? `not reached: ${winner.matchedBy} matched` : rule.skipReason(input);
+    const skip = winner ? `not reached (${winner.matchedBy} matched)` : rule.skipReason(input);
     if (skip !== undefined) {
       entry.skipped = skip;
       entry.candidates = tierBindings.map((b) => ({ index: b.index, agentId: b.agentId, match: b.match, result: 'not-reached' }));
@@ -224,7 +224,7 @@ export function explainRoute(table: RoutingTable, input: RouteInput): RouteExpla
   trace.push({
     tier: 9,
     matchedBy: 'default',
-    ...(winner ? { skipped: `not reached: ${winner.matchedBy} matched` } : {}),
+    ...(winner ? { skipped: `not reached (${winner.matchedBy} matched)` } : {}),
     candidates: [],
   });
   return { ...routeFor(table, input, selection), trace };
