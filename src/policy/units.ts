@@ -21,7 +21,8 @@ const BYTES_PER_UNIT = {
 // `12`, `1.5`, `.5` — no exponents, no hex: config values are written by people.
 const NUMBER = String.raw`(?:\d+(?:\.\d+)?|\.\d+)`;
 const BARE_NUMBER = new RegExp(`^([+-]?)(${NUMBER})$`);
-// `ms` is listed before `m` so that `5ms` is never read as five minutes plus a stray `s`.
+// The lookahead stops a unit inside a longer word: `5ms` is never 5m plus a stray `s`, and `5min`
+// is an error rather than five minutes.
 const DURATION_PART = new RegExp(`(${NUMBER})\\s*(ms|s|m|h|d)(?![a-z])\\s*`, 'y');
 const BYTE_SIZE = new RegExp(`^([+-]?)(${NUMBER})\\s*(b|kb|mb|gb)?$`);
 

@@ -86,9 +86,18 @@ function dateOfWallMs(wallMs: number): CalendarDate {
   return { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() };
 }
 
+// `maintain` asks about the same `now` for every session; remembering the last answer saves the
+// formatter call that dominates the cost of a freshness check.
+let lastLocalDate: { instant: number; timeZone: string; date: CalendarDate } | undefined;
+
 /** The calendar date shown on a wall clock in `timeZone` at `instant`. */
 export function localDateOf(instant: number, timeZone: string): CalendarDate {
-  return dateOfWallMs(wallClockMs(instant, timeZone));
+  if (lastLocalDate !== undefined && lastLocalDate.instant === instant && lastLocalDate.timeZone === timeZone) {
+    return { ...lastLocalDate.date };
+  }
+  const date = dateOfWallMs(wallClockMs(instant, timeZone));
+  lastLocalDate = { instant, timeZone, date };
+  return { ...date };
 }
 
 function shiftDate(date: CalendarDate, days: number): CalendarDate {

@@ -1,0 +1,126 @@
+// Parsing and validating one inbound message (the NDJSON schema in cli.md). Every rejection is
+// BAD_MESSAGE naming the JSON path; routing fields go through routing's own normaliser.
+
+import { SwitchboardError } from '../core/index.js';
+import { describeType, normalizeRouteInput, type RouteInput } from '../routing/index.js';
+
+export type MessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
+
+const KINDS: readonly MessageKind[] = ['user', 'heartbeat', 'system', 'cron'];
+
+export interface InboundMessage {
+  route: RouteInput;
+  kind: MessageKind;
+  text?: string;
+  sender?: { id?: string; name?: string };
+  messageId?: string;
+  /** Epoch ms given by the sender, if any. */
+  timestamp?: number;
+  runId?: string;
+  cronJobId?: string;
+  sessionKey?: string;
+  queue?: { mode?: string; debounceMs?: number };
+  incognito: boolean;
+}
+
+function fail(path: string, problem: string): never {
+  throw new SwitchboardError('BAD_MESSAGE', `"${path}" ${problem}`, { details: { path } });
+}
+
+function optionalString(obj: Record<string, unknown>, key: string, path = key): string | undefined {
+  const value = obj[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value) && key !== 'text') return String(value);
+  return fail(path, `must be a string, got ${describeType(value)}`);
+}
+
+function parseTimestamp(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return Math.floor(value);
+  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value)) {
+    const ms = Date.parse(value);
+    if (!Number.isNaN(ms)) return ms;
+  }
+  return fail('timestamp', 'must be an ISO-8601 time or epoch milliseconds');
+}
+
+/** Validates a parsed JSON value as an inbound message. */
+export function parseInboundMessage(raw: unknown): InboundMessage {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) fail('$', `message must be a JSON object, got ${describeType(raw)}`);
+  const obj = raw as Record<string, unknown>;
+  const route = normalizeRouteInput(obj, 'BAD_MESSAGE');
+
+  const cron = obj.cron;
+  let cronJobId: string | undefined;
+  if (cron !== undefined && cron !== null) {
+    if (typeof cron !== 'object' || Array.isArray(cron)) fail('cron', `must be an object {jobId}, got ${describeType(cron)}`);
+    cronJobId = optionalString(cron as Record<string, unknown>, 'jobId', 'cron.jobId')?.trim();
+    if (!cronJobId) fail('cron.jobId', 'is required for a cron message');
+  }
+
+  const kindRaw = obj.kind ?? (cronJobId ? 'cron' : 'user');
+  if (typeof kindRaw !== 'string' || !KINDS.includes(kindRaw as MessageKind)) {
+    fail('kind', `must be one of ${KINDS.join(', ')}, got ${JSON.stringify(kindRaw)}`);
+  }
+  const kind = kindRaw as MessageKind;
+  if (kind === 'cron' && !cronJobId) fail('cron.jobId', 'is required when kind is "cron"');
+
+  const text = optionalString(obj, 'text');
+  if (kind === 'user' && (text === undefined || text.trim() === '')) fail('text', 'is required for kind "user"');
+
+  let sender: InboundMessage['sender'];
+  if (obj.sender !== undefined && obj.sender !== null) {
+    if (typeof obj.sender !== 'object' || Array.isArray(obj.sender)) fail('sender', `must be an object {id, name}, got ${describeType(obj.sender)}`);
+    const s = obj.sender as Record<string, unknown>;
+    sender = { id: optionalString(s, 'id', 'sender.id'), name: optionalString(s, 'name', 'sender.name') };
+  }
+
+  let queue: InboundMessage['queue'];
+  if (obj.queue !== undefined && obj.queue !== null) {
+    if (typeof obj.queue !== 'object' || Array.isArray(obj.queue)) fail('queue', `must be an object, got ${describeType(obj.queue)}`);
+    const q = obj.queue as Record<string, unknown>;
+    queue = { mode: optionalString(q, 'mode', 'queue.mode') };
+    if (q.debounceMs !== undefined) {
+      if (typeof q.debounceMs !== 'number' || !Number.isFinite(q.debounceMs) || q.debounceMs < 0) fail('queue.debounceMs', 'must be a number ≥ 0');
+      queue.debounceMs = q.debounceMs;
+    }
+  }
+
+  if (obj.incognito !== undefined && obj.incognito !== null && typeof obj.incognito !== 'boolean') {
+    fail('incognito', `must be a boolean, got ${describeType(obj.incognito)}`);
+  }
+
+  const sessionKey = optionalString(obj, 'sessionKey')?.trim();
+  if (sessionKey !== undefined && sessionKey === '') fail('sessionKey', 'must not be blank');
+  const messageId = optionalString(obj, 'messageId')?.trim() || undefined;
+  const runId = optionalString(obj, 'runId')?.trim() || undefined;
+  if (runId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(runId)) {
+    fail('runId', 'must be 1–128 characters of letters, digits, ".", "_", ":" or "-"');
+  }
+
+  return {
+    route,
+    kind,
+    text,
+    sender,
+    messageId,
+    timestamp: parseTimestamp(obj.timestamp),
+    runId,
+    cronJobId,
+    sessionKey,
+    queue,
+    incognito: obj.incognito === true,
+  };
+}
+
+/** Parses one NDJSON line into a message; JSON syntax errors are BAD_MESSAGE too. */
+export function parseMessageLine(text: string): InboundMessage {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new SwitchboardError('BAD_MESSAGE', `not JSON: ${(err as Error).message}`, { details: { path: '$' } });
+  }
+  return parseInboundMessage(raw);
+}

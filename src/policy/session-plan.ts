@@ -1,0 +1,184 @@
+// What one inbound message does to its session entry: duplicate check, new instance, rotation
+// (command, daily, idle, cron run) and which event moves which timestamp. Pure: no I/O, no clock.
+
+import type { SessionConfig } from '../config/types.js';
+import { evaluateFreshness, parseResetTrigger, resolveResetPolicy, resolveResetTriggers, sessionTypeFor, type ResetPolicy } from './reset.js';
+
+/** The entry fields this planner reads and writes; other fields pass through untouched. */
+export interface PlannedEntry {
+  sessionId: string;
+  updatedAt: number;
+  sessionStartedAt?: number;
+  lastInteractionAt?: number;
+  sessionFile?: string;
+  chatType?: 'direct' | 'group' | 'channel';
+  channel?: string;
+  accountId?: string;
+  displayName?: string;
+  origin?: Record<string, unknown>;
+  deliveryContext?: { channel: string; to: string; accountId?: string; threadId?: string };
+  model?: string;
+  modelOverride?: string;
+  recentMessageIds?: Record<string, number>;
+  [extra: string]: unknown;
+}
+
+export type PlanMessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
+
+export interface PlanMessage {
+  kind: PlanMessageKind;
+  text?: string;
+  messageId?: string;
+  sender?: { id?: string; name?: string };
+  channel: string;
+  accountId: string;
+  peer?: { kind: string; id: string };
+  parentPeer?: { kind: string; id: string };
+  threadId?: string;
+}
+
+export type RotationReason = 'daily' | 'idle' | 'command' | 'cron';
+
+export interface SessionPlan {
+  entry: PlannedEntry;
+  /** Set when this message started a new instance of an existing address. */
+  rotation?: { reason: RotationReason; previousSessionId: string; previousSessionFile?: string };
+  /** True when this message created the address (first message ever). */
+  created: boolean;
+  duplicate: boolean;
+  /** The text to record after a reset trigger was stripped (undefined for no text). */
+  text?: string;
+  /** A bare reset trigger (`/new`): nothing to record but the reset notice. */
+  commandOnly: boolean;
+}
+
+/** A messageId seen on the same session within this window makes a later copy a duplicate. */
+export const DUPLICATE_WINDOW_MS = 5 * 60_000;
+const RECENT_IDS_CAP = 64;
+
+export interface PlanContext {
+  sessionKey: string;
+  session: SessionConfig | undefined;
+  now: number;
+  newSessionId: () => string;
+  /** File name of a transcript for a sessionId (thread sessions get a topic suffix). */
+  transcriptName: (sessionId: string, threadId?: string) => string;
+}
+
+export function resetPolicyFor(session: SessionConfig | undefined, sessionKey: string, message: Pick<PlanMessage, 'channel' | 'threadId' | 'peer'>): ResetPolicy {
+  const type = sessionTypeFor({ sessionKey, threadId: message.threadId, peerKind: message.peer?.kind });
+  return resolveResetPolicy(session, { channel: message.channel, type });
+}
+
+function chatTypeOf(peer: PlanMessage['peer']): PlannedEntry['chatType'] {
+  if (!peer) return undefined;
+  return peer.kind === 'direct' ? 'direct' : peer.kind === 'channel' ? 'channel' : 'group';
+}
+
+function pruneRecentIds(ids: Record<string, number> | undefined, now: number): Record<string, number> {
+  const kept = Object.entries(ids ?? {}).filter(([, at]) => typeof at === 'number' && now - at < DUPLICATE_WINDOW_MS && at <= now + DUPLICATE_WINDOW_MS);
+  return Object.fromEntries(kept.slice(-RECENT_IDS_CAP + 1));
+}
+
+/** A fresh instance at the same address: new id and clocks; settings and labels carry over. */
+function rotate(entry: PlannedEntry, ctx: PlanContext, threadId: string | undefined): PlannedEntry {
+  const sessionId = ctx.newSessionId();
+  return {
+    ...entry,
+    sessionId,
+    sessionFile: ctx.transcriptName(sessionId, threadId),
+    sessionStartedAt: ctx.now,
+    lastInteractionAt: ctx.now,
+    updatedAt: ctx.now,
+  };
+}
+
+/** Plans the effect of one message on its session entry (undefined entry = a new address). */
+export function planSessionMessage(existing: PlannedEntry | undefined, message: PlanMessage, ctx: PlanContext): SessionPlan {
+  const { now } = ctx;
+  if (existing && message.messageId !== undefined) {
+    const seenAt = existing.recentMessageIds?.[message.messageId];
+    if (typeof seenAt === 'number' && Math.abs(now - seenAt) < DUPLICATE_WINDOW_MS) {
+      return { entry: existing, created: false, duplicate: true, text: message.text, commandOnly: false };
+    }
+  }
+
+  let entry: PlannedEntry;
+  let rotation: SessionPlan['rotation'];
+  let text = message.text;
+  let commandOnly = false;
+  const created = existing === undefined;
+
+  if (!existing) {
+    const sessionId = ctx.newSessionId();
+    entry = {
+      sessionId,
+      sessionFile: ctx.transcriptName(sessionId, message.threadId),
+      updatedAt: now,
+      sessionStartedAt: now,
+      lastInteractionAt: now,
+    };
+  } else {
+    entry = { ...existing };
+    let reason: RotationReason | undefined;
+    if (message.kind === 'cron') {
+      // Cron jobs never reuse history: every run is a fresh instance.
+      reason = 'cron';
+    } else if (message.kind === 'user') {
+      const trigger = text === undefined ? null : parseResetTrigger(text, resolveResetTriggers(ctx.session));
+      if (trigger) {
+        reason = 'command';
+        text = trigger.rest === '' ? undefined : trigger.rest;
+        commandOnly = text === undefined;
+        if (trigger.model) entry.model = entry.modelOverride = trigger.model;
+      } else {
+        // Only real user messages find a session stale; heartbeats and system events never
+        // start a new instance (`switchboard maintain` applies due resets without a message).
+        const freshness = evaluateFreshness(existing, resetPolicyFor(ctx.session, ctx.sessionKey, message), now);
+        if (!freshness.fresh) reason = freshness.staleReason;
+      }
+    }
+    if (reason) {
+      rotation = { reason, previousSessionId: existing.sessionId, previousSessionFile: existing.sessionFile };
+      entry = rotate(entry, ctx, message.threadId);
+    }
+  }
+
+  applyMessage(entry, message, now, created);
+  return { entry, rotation, created, duplicate: false, text, commandOnly };
+}
+
+/** Which event moves which field (store.md "SessionEntry"). */
+function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, created: boolean): void {
+  entry.updatedAt = now;
+  // Only real user messages are interactions; heartbeats, cron and system events never are.
+  if (message.kind === 'user') entry.lastInteractionAt = now;
+  const chatType = chatTypeOf(message.peer);
+  if (created) {
+    entry.channel = message.channel;
+    entry.accountId = message.accountId;
+    if (chatType) entry.chatType = chatType;
+    if (message.kind !== 'user') entry.lastInteractionAt = undefined;
+    const origin: Record<string, unknown> = { channel: message.channel, accountId: message.accountId };
+    if (message.peer) origin.peer = { ...message.peer };
+    if (message.parentPeer) origin.parentPeer = { ...message.parentPeer };
+    if (message.threadId) origin.threadId = message.threadId;
+    if (message.sender?.id || message.sender?.name) origin.sender = message.sender.name ?? message.sender.id;
+    entry.origin = origin;
+    const label = chatType === 'direct' ? message.sender?.name : undefined;
+    if (label) entry.displayName = label;
+  }
+  // Replies go back where this session's own channel last spoke; another channel's message
+  // (e.g. an identity-linked DM from a second app) never redirects them.
+  if (message.peer && (!entry.deliveryContext || entry.deliveryContext.channel === message.channel)) {
+    const context: NonNullable<PlannedEntry['deliveryContext']> = { channel: message.channel, to: message.peer.id, accountId: message.accountId };
+    if (message.threadId) context.threadId = message.threadId;
+    entry.deliveryContext = context;
+  }
+  if (message.messageId !== undefined) {
+    const ids = pruneRecentIds(entry.recentMessageIds, now);
+    ids[message.messageId] = now;
+    entry.recentMessageIds = ids;
+  }
+  if (entry.lastInteractionAt === undefined) delete entry.lastInteractionAt;
+}
