@@ -91,7 +91,7 @@ export function resolveInside(dir: string, name: string): string {
   const resolved = path.join(base, name);
   // Belt and braces: whatever the checks above missed, the relative path must be the name itself.
   const relative = path.relative(base, resolved);
-  if (relative !== name || relative.startsWith('..') || path.isAbsolute(relative)) {
+  if (relative !== name || relative.split(path.sep)[0] === '..' || path.isAbsolute(relative)) {
     throw badInput(`file name "${preview(name)}" would leave ${base}`, { dir: base, name: preview(name) });
   }
   return resolved;

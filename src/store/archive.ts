@@ -1,0 +1,72 @@
+// Archiving a transcript (or any store file) on reset or deletion: a rename to
+// `<file>.reset.<ts>` / `<file>.deleted.<ts>` in the same folder. Nothing is ever deleted here.
+
+import path from 'node:path';
+import { SwitchboardError } from '../core/index.js';
+import { archivePathFor, type ArchiveReason } from './paths.js';
+import { nodeStoreFileSystem, type StoreFileSystem } from './sessions-store.js';
+
+export interface ArchiveFileOptions {
+  fs?: StoreFileSystem;
+}
+
+/** Same-millisecond archives of one file (a pinned `--now`, two resets in a row) get +1 ms each. */
+const MAX_NAME_ATTEMPTS = 1000;
+
+function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+async function exists(fs: StoreFileSystem, filePath: string): Promise<boolean> {
+  try {
+    await fs.stat(filePath);
+    return true;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+/**
+ * Renames `filePath` to its archive name and returns that path, or null when there was no file
+ * to archive. An existing archive is never overwritten: the timestamp moves on by 1 ms instead.
+ * The caller holds the lock that guards `filePath` (the session write lock for transcripts), so
+ * the free-name check and the rename cannot race with another archiver.
+ */
+export async function archiveFile(
+  filePath: string,
+  reason: ArchiveReason,
+  now: number,
+  options: ArchiveFileOptions = {},
+): Promise<string | null> {
+  const fs = options.fs ?? nodeStoreFileSystem;
+  const sourcePath = path.resolve(filePath);
+  try {
+    if (!(await exists(fs, sourcePath))) return null;
+    for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt += 1) {
+      const archivePath = archivePathFor(sourcePath, reason, now + attempt);
+      if (await exists(fs, archivePath)) continue;
+      try {
+        await fs.rename(sourcePath, archivePath);
+      } catch (err) {
+        if (errnoOf(err) === 'ENOENT') return null; // archived or removed by someone else meanwhile
+        throw err;
+      }
+      await fs.fsyncPath(path.dirname(sourcePath)).catch((err: unknown) => {
+        if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw err;
+      });
+      return archivePath;
+    }
+    throw new SwitchboardError('IO', `no free archive name for ${sourcePath} near ${new Date(now).toISOString()}`, {
+      hint: 'too many archives of this file share one timestamp; check the clock (--now)',
+      details: { path: sourcePath },
+    });
+  } catch (err) {
+    if (err instanceof SwitchboardError) throw err;
+    throw new SwitchboardError('IO', `cannot archive ${sourcePath}: ${errnoOf(err) ?? String(err)}`, {
+      cause: err,
+      hint: 'the file was left where it was',
+      details: { path: sourcePath, errno: errnoOf(err), reason },
+    });
+  }
+}

@@ -1,0 +1,10 @@
+// Public face of store/: paths, the sessions.json registry, archives and locks.
+// Other layers import store functionality only from here.
+
+export * from './paths.js';
+export * from './session-entry.js';
+export * from './sessions-store.js';
+export * from './archive.js';
+export * from './lock.js';
+export * from './transcript.js';
+export * from './transcript-follow.js';

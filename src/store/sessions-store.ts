@@ -1,0 +1,554 @@
+// THE one sessions.json update path (lock → re-read → mutate → atomic replace → fsync folder, with
+// a .bak of the previous good file) and the strict readers that never mistake a damaged store for {}.
+
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
+import { SwitchboardError, toSwitchboardError } from '../core/index.js';
+import { withLock } from './lock.js';
+import { DIR_MODE, FILE_MODE, resolveInside } from './paths.js';
+import type { ReadonlySessionStore, SessionStore } from './session-entry.js';
+
+// ---------------------------------------------------------------------------------------------
+// File-system seam
+
+/** What a listing cache compares to decide the file did not change. */
+export interface FileIdentity {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  ino: number;
+}
+
+/**
+ * The minimal file-system interface the store uses for every disk touch. Production uses
+ * `nodeStoreFileSystem`; fault tests wrap it to place a fault at one exact step (e.g. turn the
+ * folder read-only just for the replace step) or to inject errors the kernel cannot be made to
+ * produce on demand (EIO). write-file-atomic takes no fs parameter, so the seam sits around it:
+ * `replaceAtomically` is the library, `writeWholeFile` is the data write it performs through us.
+ */
+export interface StoreFileSystem {
+  readFile(filePath: string): Promise<Buffer>;
+  stat(filePath: string): Promise<FileIdentity>;
+  /** mkdir -p with `mode` for created folders. */
+  mkdir(dirPath: string, mode: number): Promise<void>;
+  link(existingPath: string, newPath: string): Promise<void>;
+  copyFile(sourcePath: string, destinationPath: string): Promise<void>;
+  rename(oldPath: string, newPath: string): Promise<void>;
+  unlink(filePath: string): Promise<void>;
+  /** fsync a file or a folder (so renames in it are durable). */
+  fsyncPath(fileOrDirPath: string): Promise<void>;
+  /** Writes all of `data` into the existing, empty file at `filePath`; a short write is an error. */
+  writeWholeFile(filePath: string, data: Buffer): Promise<void>;
+  /**
+   * Temp file next to `targetPath` (created with `mode`), filled by `fillTemp`, fsynced, renamed
+   * over the target. On failure the temp file is removed and the target is untouched.
+   */
+  replaceAtomically(targetPath: string, mode: number, fillTemp: (tempPath: string) => Promise<void>): Promise<void>;
+}
+
+export const nodeStoreFileSystem: StoreFileSystem = {
+  readFile: (filePath) => readFile(filePath),
+  stat: async (filePath) => {
+    const stats = await stat(filePath);
+    return { size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs, ino: stats.ino };
+  },
+  mkdir: async (dirPath, mode) => {
+    await mkdir(dirPath, { recursive: true, mode });
+  },
+  link: (existingPath, newPath) => link(existingPath, newPath),
+  copyFile: (sourcePath, destinationPath) => copyFile(sourcePath, destinationPath),
+  rename: (oldPath, newPath) => rename(oldPath, newPath),
+  unlink: (filePath) => unlink(filePath),
+  fsyncPath: async (fileOrDirPath) => {
+    const handle = await open(fileOrDirPath, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  },
+  writeWholeFile: async (filePath, data) => {
+    const handle = await open(filePath, 'r+');
+    try {
+      // write(2) may write fewer bytes than asked when the disk fills up; only the next call
+      // reports ENOSPC. Looping until every byte is down is what turns that into an error.
+      let offset = 0;
+      while (offset < data.length) {
+        const { bytesWritten } = await handle.write(data, offset, data.length - offset, offset);
+        if (bytesWritten <= 0) {
+          throw Object.assign(new Error(`no progress writing ${filePath}`), { code: 'ENOSPC' });
+        }
+        offset += bytesWritten;
+      }
+    } finally {
+      await handle.close();
+    }
+  },
+  replaceAtomically: async (targetPath, mode, fillTemp) => {
+    // write-file-atomic 7.0.1 writes its data with ONE fs.write() and ignores a short count: on a
+    // nearly full disk it fsyncs and renames a truncated temp over the good file (reproduced on a
+    // size-limited tmpfs). So it gets empty data and we fill the temp in its `tmpfileCreated`
+    // hook, which it awaits after opening the temp and before its (no-op) write, fsync, chmod
+    // and rename; its finally-block still removes the temp on any failure.
+    await writeFileAtomic(targetPath, '', { mode, fsync: true, tmpfileCreated: fillTemp });
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+const REPAIR_HINT =
+  'run `switchboard doctor --repair` to restore the last good copy (sessions.json.bak) or rebuild the entries from transcript headers';
+
+function storeCorrupt(storePath: string, reason: string, sizeBytes: number): SwitchboardError {
+  return new SwitchboardError('STORE_CORRUPT', `session store ${storePath} is damaged: ${reason}; it was left untouched`, {
+    hint: REPAIR_HINT,
+    details: { path: storePath, reason, sizeBytes },
+  });
+}
+
+function ioHint(errno: string | undefined): string {
+  switch (errno) {
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return 'the disk (or quota) is full: free some space and retry; the store was left as it was';
+    case 'EROFS':
+      return 'the file system is mounted read-only; the store was left as it was';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied: check the owner, mode and immutable flags of the store folder and files';
+    case 'EIO':
+      return 'the device reported an I/O error: check the disk; the store was left as it was';
+    default:
+      return 'the store was left as it was; retry once the cause is fixed';
+  }
+}
+
+function ioError(err: unknown, action: string, filePath: string): SwitchboardError {
+  if (err instanceof SwitchboardError) return err;
+  const errno = (err as NodeJS.ErrnoException | undefined)?.code;
+  const reason = errno ?? (err instanceof Error ? err.message : String(err));
+  return new SwitchboardError('IO', `cannot ${action} ${filePath}: ${reason}`, {
+    cause: err,
+    hint: ioHint(errno),
+    details: { path: filePath, errno },
+  });
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing and serialising
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+interface ParsedStoreFile {
+  /** Decoded text, BOM stripped; compared with the next serialisation to skip identical writes. */
+  text: string;
+  store: SessionStore;
+}
+
+function decodeAndParse(bytes: Uint8Array, storePath: string): ParsedStoreFile {
+  if (bytes.length === 0) throw storeCorrupt(storePath, 'the file is empty', 0);
+  if (bytes.includes(0)) throw storeCorrupt(storePath, 'the file contains NUL bytes', bytes.length);
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw storeCorrupt(storePath, 'the file is not valid UTF-8', bytes.length);
+  }
+  if (text.trim() === '') throw storeCorrupt(storePath, 'the file holds only whitespace', bytes.length);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw storeCorrupt(storePath, `the file is not JSON (${(err as Error).message})`, bytes.length);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw storeCorrupt(storePath, 'the top level is not a JSON object', bytes.length);
+  }
+  for (const [sessionKey, entry] of Object.entries(parsed)) {
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+      throw storeCorrupt(storePath, `entry "${sessionKey.slice(0, 200)}" is not an object`, bytes.length);
+    }
+  }
+  return { text, store: parsed as SessionStore };
+}
+
+/** Validates sessions.json bytes; anything but an object of objects is STORE_CORRUPT. */
+export function parseSessionStore(bytes: Uint8Array, storePath: string): SessionStore {
+  return decodeAndParse(bytes, storePath).store;
+}
+
+/** The on-disk form: 2-space JSON with a final newline. */
+export function serializeSessionStore(store: SessionStore): string {
+  return `${JSON.stringify(store, null, 2)}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readers
+
+export interface ReadSessionStoreOptions {
+  fs?: StoreFileSystem;
+}
+
+/** Raw bytes of the store, or null when it does not exist yet (a new store). */
+async function readStoreBytes(fs: StoreFileSystem, storePath: string): Promise<Buffer | null> {
+  try {
+    return await fs.readFile(storePath);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw ioError(err, 'read', storePath);
+  }
+}
+
+/**
+ * Reads sessions.json for decisions. Missing → `{}` (a new store); empty, truncated, garbage,
+ * NULs or not an object → STORE_CORRUPT. No lock needed: writers only ever rename whole files.
+ */
+export async function readSessionStore(storePath: string, options: ReadSessionStoreOptions = {}): Promise<SessionStore> {
+  const absolutePath = path.resolve(storePath);
+  const bytes = await readStoreBytes(options.fs ?? nodeStoreFileSystem, absolutePath);
+  return bytes === null ? {} : decodeAndParse(bytes, absolutePath).store;
+}
+
+const listingCache = new Map<string, { identity: FileIdentity; store: ReadonlySessionStore }>();
+const EMPTY_STORE: ReadonlySessionStore = Object.freeze({});
+
+function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+/**
+ * Reads sessions.json for listings through an in-memory cache validated by inode, size, mtime
+ * and ctime (every replace makes a new inode). The result is shared and frozen. Never use it for
+ * identity decisions (which sessionId is current): those read through readSessionStore().
+ */
+export async function readSessionStoreForListing(
+  storePath: string,
+  options: ReadSessionStoreOptions = {},
+): Promise<ReadonlySessionStore> {
+  const absolutePath = path.resolve(storePath);
+  const fs = options.fs ?? nodeStoreFileSystem;
+  let identity: FileIdentity;
+  try {
+    // stat before read: if the file is replaced in between, we cache newer content under an
+    // older identity, which only costs one extra reload next time — never a stale answer.
+    identity = await fs.stat(absolutePath);
+  } catch (err) {
+    listingCache.delete(absolutePath);
+    if (errnoOf(err) === 'ENOENT') return EMPTY_STORE;
+    throw ioError(err, 'stat', absolutePath);
+  }
+  const cached = listingCache.get(absolutePath);
+  if (cached !== undefined && sameIdentity(cached.identity, identity)) return cached.store;
+  const store = deepFreeze(await readSessionStore(absolutePath, { fs })) as ReadonlySessionStore;
+  listingCache.set(absolutePath, { identity, store });
+  return store;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The update path
+
+export type SessionStoreMutator<T> = (store: SessionStore) => T | Promise<T>;
+
+export interface SessionStoreLockOptions {
+  acquireTimeoutMs?: number;
+  staleMs?: number;
+  maxHoldMs?: number;
+}
+
+export interface UpdateSessionStoreOptions {
+  lock?: SessionStoreLockOptions;
+  fs?: StoreFileSystem;
+  /** Most mutators applied by one lock+read+write (default 500). */
+  maxBatchSize?: number;
+}
+
+/** Per-process counters of one store, for tests, benchmarks and `--verbose`. */
+export interface SessionStoreStats {
+  /** Calls of updateSessionStore(). */
+  updates: number;
+  /** Lock+read(+write) cycles that applied a batch of mutators. */
+  batches: number;
+  /** Batches that replaced the file. */
+  writes: number;
+  /** Batches whose result was byte-identical, so nothing was written. */
+  unchangedBatches: number;
+  /** Batches that failed as a whole (corrupt store, busy lock, I/O error). */
+  failedBatches: number;
+}
+
+/** The store lock is held only for read-mutate-write; a holder stuck for a minute is broken. */
+const DEFAULT_STORE_LOCK: Required<SessionStoreLockOptions> = { acquireTimeoutMs: 30_000, staleMs: 10_000, maxHoldMs: 60_000 };
+const DEFAULT_MAX_BATCH_SIZE = 500;
+
+interface PendingUpdate {
+  mutate: SessionStoreMutator<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+  fs: StoreFileSystem;
+  lock: Required<SessionStoreLockOptions>;
+  maxBatchSize: number;
+}
+
+interface StoreQueue {
+  pending: PendingUpdate[];
+  draining: boolean;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+const queues = new Map<string, StoreQueue>();
+const statsByStore = new Map<string, SessionStoreStats>();
+/** Which store a mutator is running for: a nested update of the same store would wait forever. */
+const mutatingStore = new AsyncLocalStorage<string>();
+
+function statsFor(storePath: string): SessionStoreStats {
+  let stats = statsByStore.get(storePath);
+  if (stats === undefined) {
+    stats = { updates: 0, batches: 0, writes: 0, unchangedBatches: 0, failedBatches: 0 };
+    statsByStore.set(storePath, stats);
+  }
+  return stats;
+}
+
+/** A snapshot of this process's counters for one store. */
+export function getSessionStoreStats(storePath: string): SessionStoreStats {
+  return { ...statsFor(path.resolve(storePath)) };
+}
+
+/**
+ * Applies `mutate` to sessions.json and returns what it returned. The mutator edits the store
+ * object in place. Inside one process, calls for the same store are queued and applied in
+ * order, several per lock+read+write; a mutator that throws gets its own error and its changes
+ * are discarded, the others still land. Mutators must not have side effects outside the store:
+ * when a sibling in the batch throws, the others are re-run on a fresh copy of the file.
+ * Errors: STORE_CORRUPT (file unreadable, nothing written), STORE_BUSY (lock wait timed out),
+ * IO (disk full, EIO, read-only…: the previous file is intact and no temp file is left).
+ */
+export function updateSessionStore<T>(
+  storePath: string,
+  mutate: SessionStoreMutator<T>,
+  options: UpdateSessionStoreOptions = {},
+): Promise<T> {
+  const absolutePath = path.resolve(storePath);
+  if (mutatingStore.getStore() === absolutePath) {
+    return Promise.reject(
+      new SwitchboardError('INTERNAL', `nested updateSessionStore() on ${absolutePath} from inside a mutator would deadlock`, {
+        hint: 'this is a bug in switchboard: do the whole change in the outer mutator',
+      }),
+    );
+  }
+  return new Promise<T>((resolve, reject) => {
+    let queue = queues.get(absolutePath);
+    if (queue === undefined) {
+      queue = { pending: [], draining: false };
+      queues.set(absolutePath, queue);
+    }
+    queue.pending.push({
+      mutate,
+      resolve: resolve as (value: unknown) => void,
+      reject,
+      fs: options.fs ?? nodeStoreFileSystem,
+      lock: { ...DEFAULT_STORE_LOCK, ...definedOnly(options.lock ?? {}) },
+      maxBatchSize: Math.max(1, Math.floor(options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE)),
+    });
+    statsFor(absolutePath).updates += 1;
+    if (!queue.draining) {
+      queue.draining = true;
+      const started = queue;
+      // Start on the next turn so every caller of this turn joins the first batch; outside any
+      // mutator's context, since this drain also serves callers that come later.
+      mutatingStore.exit(() => setImmediate(() => void drainQueue(absolutePath, started)));
+    }
+  });
+}
+
+function definedOnly(lock: SessionStoreLockOptions): SessionStoreLockOptions {
+  return Object.fromEntries(Object.entries(lock).filter(([, value]) => value !== undefined));
+}
+
+function sameSettings(a: PendingUpdate, b: PendingUpdate): boolean {
+  return (
+    a.fs === b.fs &&
+    a.lock.acquireTimeoutMs === b.lock.acquireTimeoutMs &&
+    a.lock.staleMs === b.lock.staleMs &&
+    a.lock.maxHoldMs === b.lock.maxHoldMs
+  );
+}
+
+/** The oldest pending update plus those right behind it that share its settings. */
+function takeBatch(queue: StoreQueue): PendingUpdate[] {
+  const first = queue.pending[0]!;
+  let count = 1;
+  while (count < queue.pending.length && count < first.maxBatchSize && sameSettings(first, queue.pending[count]!)) count += 1;
+  return queue.pending.splice(0, count);
+}
+
+async function drainQueue(storePath: string, queue: StoreQueue): Promise<void> {
+  while (queue.pending.length > 0) {
+    await applyBatch(storePath, takeBatch(queue));
+  }
+  // No await since the emptiness check above, so no caller can have slipped in.
+  queue.draining = false;
+  queues.delete(storePath);
+}
+
+/** One lock+read+write for a batch; settles every caller and never throws. */
+async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<void> {
+  const first = batch[0]!;
+  const fs = first.fs;
+  const stats = statsFor(storePath);
+  stats.batches += 1;
+  let outcomes: Outcome[];
+  try {
+    try {
+      await fs.mkdir(path.dirname(storePath), DIR_MODE);
+    } catch (err) {
+      throw ioError(err, 'create the folder of', storePath);
+    }
+    outcomes = await withLock(storePath, { ...first.lock, busyCode: 'STORE_BUSY' }, async (handle) => {
+      // Re-read inside the lock: another process may have replaced the file since we last saw it.
+      const bytes = await readStoreBytes(fs, storePath);
+      const original = bytes === null ? null : decodeAndParse(bytes, storePath);
+      const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch);
+      const nextText = serializeSessionStore(store);
+      const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
+      if (unchanged) {
+        stats.unchangedBatches += 1;
+        return batchOutcomes;
+      }
+      // A lock taken over by a waiter (we overran maxHoldMs) must not be written through.
+      await handle.verifyHeld();
+      await replaceStoreFile(fs, storePath, nextText, original !== null);
+      stats.writes += 1;
+      return batchOutcomes;
+    });
+  } catch (err) {
+    stats.failedBatches += 1;
+    const error = toSwitchboardError(err);
+    for (const update of batch) update.reject(error);
+    return;
+  }
+  // Settled after the lock is released, so callers that chain another update never wait on us.
+  batch.forEach((update, index) => {
+    const outcome = outcomes[index]!;
+    if (outcome.ok) update.resolve(outcome.value);
+    else update.reject(outcome.error);
+  });
+}
+
+/**
+ * Runs the batch's mutators in order on one working copy. When one throws, its partial edits
+ * cannot be picked out, so the copy is rebuilt from the file text and the mutators before it are
+ * replayed without it. Cost is zero in the common case and bounded by the batch size otherwise.
+ */
+async function applyMutators(
+  storePath: string,
+  original: ParsedStoreFile | null,
+  batch: PendingUpdate[],
+): Promise<{ store: SessionStore; outcomes: Outcome[] }> {
+  const failures = new Map<number, unknown>();
+  let store: SessionStore = original === null ? {} : original.store;
+  for (;;) {
+    const values = new Map<number, unknown>();
+    let failedNow = false;
+    for (let index = 0; index < batch.length; index += 1) {
+      if (failures.has(index)) continue;
+      const mutate = batch[index]!.mutate;
+      const working = store;
+      try {
+        values.set(index, await mutatingStore.run(storePath, () => mutate(working)));
+      } catch (err) {
+        failures.set(index, err);
+        failedNow = true;
+        break;
+      }
+    }
+    if (!failedNow) {
+      const outcomes = batch.map((_, index): Outcome =>
+        failures.has(index) ? { ok: false, error: failures.get(index) } : { ok: true, value: values.get(index) },
+      );
+      return { store, outcomes };
+    }
+    store = original === null ? {} : (JSON.parse(original.text) as SessionStore);
+  }
+}
+
+/**
+ * Keeps `<store>.bak` = the previous good file, then replaces the store and fsyncs the folder.
+ * The backup is a hard link to the current inode (no copy: the store is only ever replaced by
+ * rename, never edited in place, so that inode keeps the old bytes), made under a temp name and
+ * renamed over the old .bak: at every instant both names hold a complete, parseable file.
+ */
+async function replaceStoreFile(fs: StoreFileSystem, storePath: string, text: string, hasPrevious: boolean): Promise<void> {
+  const dir = path.dirname(storePath);
+  const baseName = path.basename(storePath);
+  if (hasPrevious) {
+    await refreshBackup(fs, storePath, resolveInside(dir, `${baseName}.bak`), resolveInside(dir, `${baseName}.bak.tmp`));
+  }
+  let tempPath: string | undefined;
+  try {
+    await fs.replaceAtomically(storePath, FILE_MODE, async (createdTemp) => {
+      tempPath = createdTemp;
+      await fs.writeWholeFile(createdTemp, Buffer.from(text, 'utf8'));
+    });
+  } catch (err) {
+    // write-file-atomic removes its temp itself; this covers a seam that does not.
+    if (tempPath !== undefined) await fs.unlink(tempPath).catch(() => undefined);
+    throw ioError(err, 'write', storePath);
+  }
+  await fsyncFolder(fs, dir);
+}
+
+/** Hard links are refused on some file systems and for immutable files: copy instead. */
+const LINK_UNSUPPORTED = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS']);
+
+async function refreshBackup(fs: StoreFileSystem, storePath: string, backupPath: string, backupTempPath: string): Promise<void> {
+  // Only the store-lock holder uses this temp name, so a leftover is from a crashed writer.
+  await fs.unlink(backupTempPath).catch(() => undefined);
+  try {
+    try {
+      await fs.link(storePath, backupTempPath);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return; // removed behind our back: nothing to keep
+      if (!LINK_UNSUPPORTED.has(errnoOf(err) ?? '')) throw err;
+      await fs.copyFile(storePath, backupTempPath);
+      await fs.fsyncPath(backupTempPath);
+    }
+    await fs.rename(backupTempPath, backupPath);
+  } catch (err) {
+    await fs.unlink(backupTempPath).catch(() => undefined);
+    throw ioError(err, 'keep the backup copy of', storePath);
+  }
+}
+
+/** Folders that cannot be fsynced on this platform/file system are not an error. */
+const FOLDER_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR']);
+
+async function fsyncFolder(fs: StoreFileSystem, dir: string): Promise<void> {
+  try {
+    await fs.fsyncPath(dir);
+  } catch (err) {
+    if (FOLDER_FSYNC_UNSUPPORTED.has(errnoOf(err) ?? '')) return;
+    // The new file is already in place; what is uncertain is whether it survives a power loss.
+    throw new SwitchboardError('IO', `cannot fsync the folder ${dir}: ${errnoOf(err) ?? String(err)}`, {
+      cause: err,
+      hint: 'the change is visible but may not be durable; check the disk',
+      details: { path: dir, errno: errnoOf(err), replaced: true },
+    });
+  }
+}

@@ -1,0 +1,45 @@
+// `sessions transcript --follow`: reads records appended after a byte offset as they arrive,
+// keeping a partial last line until it is complete.
+
+import { promises as fsp } from 'node:fs';
+import type { TranscriptRecord } from './transcript.js';
+
+const POLL_MS = 200;
+
+/** Calls onRecord for every complete record appended after `offset`, until `signal` aborts. */
+export async function followTranscript(file: string, offset: number, onRecord: (record: TranscriptRecord) => void, signal: AbortSignal): Promise<void> {
+  let position = offset;
+  let partial = '';
+  while (!signal.aborted) {
+    const stat = await fsp.stat(file).catch(() => null);
+    if (stat === null) return; // rotated or deleted: this instance is over
+    if (stat.size > position) {
+      const handle = await fsp.open(file, 'r');
+      try {
+        const buffer = Buffer.alloc(stat.size - position);
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+        position += bytesRead;
+        const lines = (partial + buffer.subarray(0, bytesRead).toString('utf8')).split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) {
+          if (line.trim() === '') continue;
+          try {
+            const record = JSON.parse(line) as TranscriptRecord;
+            if (record && typeof record.type === 'string') onRecord(record);
+          } catch {
+            // a damaged line: skipped, as every reader does
+          }
+        }
+      } finally {
+        await handle.close();
+      }
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, POLL_MS);
+      signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
+  }
+}

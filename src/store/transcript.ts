@@ -1,0 +1,514 @@
+// Session transcripts: one JSONL file per session instance — a header line, then entries chained
+// by parentId — appended as whole lines under the session write lock, fsynced before returning.
+// Readers stream line by line, skip what does not parse and count it; a torn tail never throws.
+
+import { randomUUID } from 'node:crypto';
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { SwitchboardError, systemClock, type Clock } from '../core/index.js';
+import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
+
+export const TRANSCRIPT_VERSION = 3;
+const NEWLINE = 0x0a;
+/** First backwards read when looking for the last record; doubles while a line is longer. */
+const TAIL_CHUNK_BYTES = 64 * 1024;
+/** Bounds the per-process cache of (file identity, size) → last entry id. */
+const TAIL_CACHE_LIMIT = 10_000;
+
+/** Line 1 of every transcript. */
+export interface TranscriptHeader {
+  type: 'session';
+  version: number;
+  /** The sessionId. */
+  id: string;
+  timestamp: string;
+  cwd: string;
+  sessionKey?: string;
+  agentId?: string;
+}
+
+/** Every later line. `parentId` is the id of the entry before it (null for the first). */
+export interface TranscriptEntry {
+  type: string;
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  [field: string]: unknown;
+}
+
+/** What a reader yields: the header or an entry (any JSON object with a string `type`). */
+export interface TranscriptRecord {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** An entry to append; id and timestamp are filled in when missing, parentId is always ours. */
+export interface NewTranscriptEntry {
+  type: string;
+  id?: string;
+  timestamp?: string;
+  [field: string]: unknown;
+}
+
+/** What the header needs when the append creates the file. */
+export interface TranscriptSessionInfo {
+  sessionId: string;
+  sessionKey?: string;
+  agentId?: string;
+  cwd?: string;
+}
+
+export interface AppendOptions {
+  /** Required when the file does not exist yet (or holds no complete record). */
+  session?: TranscriptSessionInfo;
+  /** For timestamps; `--now` pins it. */
+  clock?: Clock;
+  /** The session write lock; defaults to the one the calling async chain holds. */
+  handle?: LockHandle;
+}
+
+export interface AppendResult {
+  entries: TranscriptEntry[];
+  createdFile: boolean;
+  wroteHeader: boolean;
+  /** The file ended in a torn line (crash) and this append started on a fresh line. */
+  startedFreshLine: boolean;
+  bytesWritten: number;
+}
+
+export interface TranscriptReadStats {
+  bytes: number;
+  /** Non-blank lines seen, the torn tail included. */
+  lines: number;
+  records: number;
+  /** Lines that did not parse as a record (torn tail, garbage). */
+  skipped: number;
+  /** The file does not end with a newline. */
+  tornTail: boolean;
+}
+
+export interface TranscriptReader extends AsyncIterable<TranscriptRecord> {
+  /** Filled in while iterating; final once the iteration has ended. */
+  readonly stats: TranscriptReadStats;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Appending
+
+/**
+ * Appends entries under the session write lock (taken here, re-entrant for a run that holds it),
+ * then fsyncs: when this resolves, the entries are on disk.
+ */
+export async function appendToTranscript(
+  transcriptPath: string,
+  entries: NewTranscriptEntry | readonly NewTranscriptEntry[],
+  options: Omit<AppendOptions, 'handle'> & { lockOptions?: LockOptions } = {},
+): Promise<AppendResult> {
+  const { lockOptions, ...appendOptions } = options;
+  const lockSettings: LockOptions = {
+    busyCode: 'SESSION_BUSY',
+    ...lockOptions,
+    owner: lockOptions?.owner ?? { sessionKey: options.session?.sessionKey },
+  };
+  const list = Array.isArray(entries) ? entries : [entries as NewTranscriptEntry];
+  return withLock(transcriptPath, lockSettings, (handle) => appendEntries(transcriptPath, list, { ...appendOptions, handle }));
+}
+
+/**
+ * Appends a batch as whole lines in one write and one fsync (group commit). Must run under the
+ * session write lock of this transcript (options.handle, or held by the calling async chain).
+ */
+export async function appendEntries(
+  transcriptPath: string,
+  entries: readonly NewTranscriptEntry[],
+  options: AppendOptions = {},
+): Promise<AppendResult> {
+  const file = path.resolve(transcriptPath);
+  const handle = options.handle ?? heldLockFor(file);
+  if (handle === undefined) {
+    throw new SwitchboardError('INTERNAL', `transcript append outside the session write lock: ${file}`, {
+      hint: 'use appendToTranscript(), or call appendEntries() inside withLock(transcriptPath, …)',
+    });
+  }
+  if (path.resolve(handle.targetPath) !== file) {
+    throw new SwitchboardError('INTERNAL', `lock handle for ${handle.targetPath} used to append to ${file}`);
+  }
+  const prepared = entries.map(validateEntry);
+  if (prepared.length === 0) {
+    // the header is only ever written together with a first entry
+    return { entries: [], createdFile: false, wroteHeader: false, startedFreshLine: false, bytesWritten: 0 };
+  }
+  // Nested (re-entrant) callers in one process share the lock; this keeps their appends in order
+  // so that each one reads the tail the previous one left.
+  return serialisePerFile(file, () => appendUnderLock(file, prepared, options, handle));
+}
+
+const appendChains = new Map<string, Promise<unknown>>();
+
+function serialisePerFile<T>(file: string, task: () => Promise<T>): Promise<T> {
+  const previous = appendChains.get(file) ?? Promise.resolve();
+  const result = previous.then(task, task);
+  const settled = result.then(
+    () => undefined,
+    () => undefined,
+  );
+  appendChains.set(file, settled);
+  void settled.then(() => {
+    if (appendChains.get(file) === settled) appendChains.delete(file);
+  });
+  return result;
+}
+
+function validateEntry(entry: NewTranscriptEntry, index: number): NewTranscriptEntry {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+    throw new SwitchboardError('BAD_INPUT', `transcript entry ${index} is not an object`);
+  }
+  if (typeof entry.type !== 'string' || entry.type === '' || entry.type === 'session') {
+    throw new SwitchboardError('BAD_INPUT', `transcript entry ${index} needs a "type" other than "session"`, {
+      details: { index, type: entry.type },
+    });
+  }
+  if (entry.id !== undefined && (typeof entry.id !== 'string' || entry.id === '')) {
+    throw new SwitchboardError('BAD_INPUT', `transcript entry ${index} has an invalid "id"`, { details: { index } });
+  }
+  return entry;
+}
+
+interface TailInfo {
+  endsWithNewline: boolean;
+  /** Some complete record (at least the header) exists. */
+  hasRecord: boolean;
+  lastEntryId: string | null;
+}
+
+interface CachedTail {
+  dev: number;
+  ino: number;
+  size: number;
+  lastEntryId: string | null;
+}
+
+/** What this process last wrote per file; valid only while identity and size still match. */
+const tailCache = new Map<string, CachedTail>();
+
+async function appendUnderLock(
+  file: string,
+  entries: readonly NewTranscriptEntry[],
+  options: AppendOptions,
+  handle: LockHandle,
+): Promise<AppendResult> {
+  const clock = options.clock ?? systemClock;
+  let fh: FileHandle;
+  let createdFile = false;
+  try {
+    ({ fh, createdFile } = await openForAppend(file));
+  } catch (err) {
+    throw ioError(`could not open transcript ${file}`, err);
+  }
+  let sizeBefore = -1;
+  let wroteSomething = false;
+  try {
+    const stat = await fh.stat();
+    sizeBefore = stat.size;
+    const cached = tailCache.get(file);
+    const tail: TailInfo =
+      cached !== undefined && cached.dev === stat.dev && cached.ino === stat.ino && cached.size === stat.size
+        ? { endsWithNewline: true, hasRecord: true, lastEntryId: cached.lastEntryId }
+        : await inspectTail(fh, stat.size);
+
+    const startedFreshLine = stat.size > 0 && !tail.endsWithNewline;
+    const wroteHeader = !tail.hasRecord;
+    const lines: string[] = [];
+    if (wroteHeader) lines.push(headerLine(file, options.session, clock));
+    const written: TranscriptEntry[] = [];
+    let parentId = wroteHeader ? null : tail.lastEntryId;
+    for (const entry of entries) {
+      const record = toEntry(entry, parentId, clock);
+      lines.push(serialise(record, written.length));
+      written.push(record);
+      parentId = record.id;
+    }
+    const payload = Buffer.from(`${startedFreshLine ? '\n' : ''}${lines.join('\n')}\n`, 'utf8');
+
+    await handle.verifyHeld(); // last check before the write: a holder that lost its lock writes nothing
+    wroteSomething = true;
+    await writeFully(fh, payload);
+    await fh.sync();
+    if (createdFile) await fsyncDirectory(path.dirname(file));
+
+    rememberTail(file, { dev: stat.dev, ino: stat.ino, size: stat.size + payload.length, lastEntryId: parentId });
+    return { entries: written, createdFile, wroteHeader, startedFreshLine, bytesWritten: payload.length };
+  } catch (err) {
+    tailCache.delete(file);
+    // After losing the lock the file may already be someone else's to write: leave it alone.
+    const lockLost = err instanceof SwitchboardError && (err.code === 'SESSION_BUSY' || err.code === 'STORE_BUSY');
+    if (!lockLost && (wroteSomething || createdFile)) await rollBack(fh, file, sizeBefore, createdFile);
+    if (err instanceof SwitchboardError) throw err;
+    throw ioError(`could not append to transcript ${file}`, err);
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
+/** Read-write (the tail is read through the same descriptor) and O_APPEND. A new file is created
+ *  exclusively, so that we know it was us: a failed first append removes it again. */
+async function openForAppend(file: string): Promise<{ fh: FileHandle; createdFile: boolean }> {
+  try {
+    return { fh: await fsp.open(file, fsConstants.O_RDWR | fsConstants.O_APPEND), createdFile: false };
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+  }
+  const flags = fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_EXCL;
+  try {
+    return { fh: await fsp.open(file, flags, 0o600), createdFile: true };
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+    await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    return { fh: await fsp.open(file, flags, 0o600), createdFile: true };
+  }
+}
+
+/** Undo a failed append (we hold the lock, so nobody appended after us): nothing unacknowledged
+ *  stays behind, and the next append does not have to work around our partial line. */
+async function rollBack(fh: FileHandle, file: string, sizeBefore: number, createdFile: boolean): Promise<void> {
+  try {
+    if (createdFile) await fsp.unlink(file);
+    else if (sizeBefore >= 0) await fh.truncate(sizeBefore);
+  } catch {
+    // best effort (e.g. a device that cannot be truncated): readers skip a torn line anyway
+  }
+}
+
+async function writeFully(fh: FileHandle, payload: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < payload.length) {
+    const { bytesWritten } = await fh.write(payload, offset, payload.length - offset);
+    if (bytesWritten <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
+    offset += bytesWritten;
+  }
+}
+
+async function fsyncDirectory(dir: string): Promise<void> {
+  // makes the new directory entry durable, not only the file's data
+  const dh = await fsp.open(dir, 'r');
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}
+
+function rememberTail(file: string, tail: CachedTail): void {
+  if (tailCache.size >= TAIL_CACHE_LIMIT && !tailCache.has(file)) tailCache.clear();
+  tailCache.set(file, tail);
+}
+
+function headerLine(file: string, session: TranscriptSessionInfo | undefined, clock: Clock): string {
+  if (session === undefined || typeof session.sessionId !== 'string' || session.sessionId === '') {
+    throw new SwitchboardError('INTERNAL', `transcript ${file} has no header yet and no session info was given to create it`, {
+      hint: 'pass options.session ({sessionId, sessionKey, agentId}) with the first append',
+    });
+  }
+  const header: TranscriptHeader = {
+    type: 'session',
+    version: TRANSCRIPT_VERSION,
+    id: session.sessionId,
+    timestamp: new Date(clock.now()).toISOString(),
+    cwd: session.cwd ?? process.cwd(),
+    ...(session.sessionKey !== undefined ? { sessionKey: session.sessionKey } : {}),
+    ...(session.agentId !== undefined ? { agentId: session.agentId } : {}),
+  };
+  return JSON.stringify(header);
+}
+
+function toEntry(entry: NewTranscriptEntry, parentId: string | null, clock: Clock): TranscriptEntry {
+  const { type, id, timestamp, parentId: _ignored, ...rest } = entry;
+  return {
+    type,
+    id: id ?? randomUUID(),
+    parentId,
+    timestamp: timestamp ?? new Date(clock.now()).toISOString(),
+    ...rest,
+  };
+}
+
+function serialise(record: TranscriptEntry, index: number): string {
+  try {
+    // JSON.stringify escapes newlines inside strings, so one record is always one line
+    return JSON.stringify(record);
+  } catch (err) {
+    throw new SwitchboardError('BAD_INPUT', `transcript entry ${index} cannot be written as JSON`, { cause: err });
+  }
+}
+
+/**
+ * Reads backwards from the end until the last complete record: whether the file ends with a
+ * newline, and the id of the last entry. Cost is the size of the last line(s), not of the file.
+ */
+async function inspectTail(fh: FileHandle, size: number): Promise<TailInfo> {
+  if (size === 0) return { endsWithNewline: true, hasRecord: false, lastEntryId: null };
+  let buffer = Buffer.alloc(0);
+  let bufferStart = size; // buffer holds file bytes [bufferStart, bufferStart + buffer.length)
+  let chunk = TAIL_CHUNK_BYTES;
+  const readEarlier = async (): Promise<boolean> => {
+    if (bufferStart === 0) return false;
+    const length = Math.min(chunk, bufferStart);
+    const bytes = Buffer.alloc(length);
+    const start = bufferStart - length;
+    let read = 0;
+    while (read < length) {
+      const { bytesRead } = await fh.read(bytes, read, length - read, start + read);
+      if (bytesRead === 0) break;
+      read += bytesRead;
+    }
+    buffer = Buffer.concat([bytes.subarray(0, read), buffer]);
+    bufferStart = start;
+    chunk *= 2; // a very long line costs O(its length), not O(length² / chunk)
+    return true;
+  };
+  /** Absolute offset of the last newline before `end`, -1 when not in the buffer (yet). */
+  const newlineBefore = (end: number): number => {
+    const relative = end - 1 - bufferStart;
+    if (relative < 0) return -1;
+    const found = buffer.lastIndexOf(NEWLINE, relative);
+    return found < 0 ? -1 : found + bufferStart;
+  };
+
+  await readEarlier();
+  const endsWithNewline = buffer[buffer.length - 1] === NEWLINE;
+  // A torn final segment is still a candidate: if it parses, the fresh-line rule makes it a
+  // complete line, so it counts as the last record (readers count it too).
+  let end = endsWithNewline ? size - 1 : size;
+  for (;;) {
+    let start: number;
+    for (;;) {
+      const newline = newlineBefore(end);
+      if (newline >= 0) {
+        start = newline + 1;
+        break;
+      }
+      if (!(await readEarlier())) {
+        start = 0;
+        break;
+      }
+    }
+    const record = parseRecord(buffer.subarray(start - bufferStart, end - bufferStart));
+    if (record !== null) {
+      const lastEntryId = record.type === 'session' || typeof record.id !== 'string' ? null : record.id;
+      return { endsWithNewline, hasRecord: true, lastEntryId };
+    }
+    if (start === 0) return { endsWithNewline, hasRecord: false, lastEntryId: null };
+    end = start - 1;
+    // drop what has been examined so memory stays at the unexamined part
+    buffer = buffer.subarray(0, end - bufferStart);
+  }
+}
+
+function parseRecord(line: Buffer | string): TranscriptRecord | null {
+  const text = (typeof line === 'string' ? line : line.toString('utf8')).trim();
+  if (text === '') return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+    return typeof (value as { type?: unknown }).type === 'string' ? (value as TranscriptRecord) : null;
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+/**
+ * Streams a transcript record by record (never a whole-file read). Unparseable lines are skipped
+ * and counted in `stats`; a torn tail never throws. A missing file throws NOT_FOUND.
+ */
+export function readTranscript(transcriptPath: string): TranscriptReader {
+  const stats: TranscriptReadStats = { bytes: 0, lines: 0, records: 0, skipped: 0, tornTail: false };
+  return {
+    stats,
+    [Symbol.asyncIterator]: () => streamRecords(path.resolve(transcriptPath), stats),
+  };
+}
+
+async function* streamRecords(file: string, stats: TranscriptReadStats): AsyncGenerator<TranscriptRecord> {
+  Object.assign(stats, { bytes: 0, lines: 0, records: 0, skipped: 0, tornTail: false }); // a second pass recounts
+  let fh: FileHandle;
+  try {
+    fh = await fsp.open(file, 'r');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
+    throw ioError(`could not open transcript ${file}`, err);
+  }
+  const stream = fh.createReadStream(); // bytes: readline decodes UTF-8 across chunk borders
+  let lastByte = NEWLINE;
+  let streamError: unknown;
+  stream.on('data', (chunk: Buffer | string) => {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    stats.bytes += bytes.length;
+    if (bytes.length > 0) lastByte = bytes[bytes.length - 1] ?? lastByte;
+  });
+  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  stream.on('error', (err) => {
+    streamError = err;
+    lines.close();
+  });
+  try {
+    for await (const line of lines) {
+      if (line.trim() === '') continue;
+      stats.lines += 1;
+      const record = parseRecord(line);
+      if (record === null) {
+        stats.skipped += 1;
+        continue;
+      }
+      stats.records += 1;
+      yield record;
+    }
+    if (streamError !== undefined) throw ioError(`could not read transcript ${file}`, streamError);
+    stats.tornTail = stats.bytes > 0 && lastByte !== NEWLINE;
+  } finally {
+    lines.close();
+    stream.destroy();
+  }
+}
+
+/** Whole transcript in memory: for tests, small files and repairs. Big files: readTranscript. */
+export async function loadTranscript(
+  transcriptPath: string,
+): Promise<{ header: TranscriptHeader | null; entries: TranscriptRecord[]; stats: TranscriptReadStats }> {
+  const reader = readTranscript(transcriptPath);
+  let header: TranscriptHeader | null = null;
+  const entries: TranscriptRecord[] = [];
+  for await (const record of reader) {
+    if (record.type === 'session' && header === null && entries.length === 0) header = record as unknown as TranscriptHeader;
+    else entries.push(record);
+  }
+  return { header, entries, stats: reader.stats };
+}
+
+/** Size, line and skipped counts of a transcript, streamed (memory does not grow with the file). */
+export async function transcriptStats(transcriptPath: string): Promise<TranscriptReadStats> {
+  const reader = readTranscript(transcriptPath);
+  for await (const _record of reader) {
+    // counting happens in the reader
+  }
+  return reader.stats;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function ioError(message: string, cause: unknown): SwitchboardError {
+  const code = errnoCode(cause);
+  return new SwitchboardError('IO', code === undefined ? message : `${message}: ${code}`, {
+    cause,
+    details: { errno: code ?? null },
+  });
+}
+
+function errnoCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
