@@ -5,7 +5,9 @@ import type { Command } from 'commander';
 import { clockFrom, type Clock } from '../core/index.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
-import { resolveStateDir } from '../store/paths.js';
+import type { EngineContext } from '../engine/index.js';
+import { validateResetConfig } from '../policy/index.js';
+import { resolveStateDir } from '../store/index.js';
 import { painterFor, type Painter, type Streams } from './output.js';
 
 export interface GlobalOptions {
@@ -50,6 +52,14 @@ export class CliContext {
   routingTable(): Promise<RoutingTable> {
     this.table ??= this.config().then((loaded) => compileRoutingTable(loaded.config));
     return this.table;
+  }
+
+  /** Config, routing table, state dir and clock for engine operations; checks policy settings once. */
+  async engine(): Promise<EngineContext> {
+    const loaded = await this.config();
+    const table = await this.routingTable();
+    validateResetConfig(loaded.config.session);
+    return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
   }
 
   painter(): Promise<Painter> {

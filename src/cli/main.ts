@@ -7,6 +7,9 @@ import { CliContext } from './context.js';
 import { processStreams, reportError, type Streams } from './output.js';
 import { registerRouteCommands } from './route.js';
 import { registerConfigCommands } from './config.js';
+import { registerIngestCommands } from './ingest.js';
+import { registerLockCommands } from './locks.js';
+import { registerSessionCommands } from './sessions.js';
 
 export const VERSION = '0.1.0';
 
@@ -62,7 +65,10 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
         setExitCode(code ?? 0);
       },
   };
+  registerIngestCommands(program, hooks);
   registerRouteCommands(program, hooks);
+  registerSessionCommands(program, hooks);
+  registerLockCommands(program, hooks);
   registerConfigCommands(program, hooks);
   for (const command of program.commands) {
     command.exitOverride();

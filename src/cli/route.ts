@@ -3,6 +3,7 @@
 
 import type { Command } from 'commander';
 import { SwitchboardError, describeLineError, readNdjson, toSwitchboardError } from '../core/index.js';
+import { explainInstanceAndTime, type InstanceAndTime } from '../engine/index.js';
 import { explainRoute, normalizeRouteInput, resolveRoute, type RouteExplanation, type RouteInput } from '../routing/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
@@ -100,12 +101,15 @@ async function runBatch(ctx: CliContext): Promise<number> {
   return bad > 0 ? 65 : 0;
 }
 
-export function explanationJson(explanation: RouteExplanation, input: RouteInput, warnings: string[]): Record<string, unknown> {
+export function explanationJson(explanation: RouteExplanation, input: RouteInput, more: InstanceAndTime, warnings: string[]): Record<string, unknown> {
   return {
     input,
     route: explanation.route,
     trace: explanation.trace,
     key: explanation.derivation,
+    session: more.session,
+    queue: more.queue,
+    send: more.send,
     warnings,
   };
 }
@@ -114,12 +118,13 @@ async function runExplain(ctx: CliContext): Promise<number> {
   const table = await ctx.routingTable();
   const input = normalizeRouteInput(routeInputFromFlags(routeFlags(ctx)));
   const explanation = explainRoute(table, input);
+  const more = await explainInstanceAndTime(await ctx.engine(), explanation.route, input);
   const warnings = [...table.warnings];
   if (ctx.json) {
-    writeJsonLine(ctx.streams.stdout, explanationJson(explanation, input, warnings));
+    writeJsonLine(ctx.streams.stdout, explanationJson(explanation, input, more, warnings));
     return 0;
   }
-  ctx.streams.stdout.write(renderExplanation(explanation, input, warnings, await ctx.painter()));
+  ctx.streams.stdout.write(renderExplanation(explanation, input, more, warnings, await ctx.painter()));
   return 0;
 }
 
@@ -147,7 +152,7 @@ function describeInput(input: RouteInput): string {
 }
 
 /** The explain tree: tiers with their candidates, the winner, then the key derivation. */
-export function renderExplanation(explanation: RouteExplanation, input: RouteInput, warnings: string[], paint: Painter): string {
+export function renderExplanation(explanation: RouteExplanation, input: RouteInput, more: InstanceAndTime, warnings: string[], paint: Painter): string {
   const { route, trace, derivation, binding } = explanation;
   const lines: string[] = [];
   lines.push(`${paint.bold('input')}  ${describeInput(input)}`);
@@ -182,6 +187,22 @@ export function renderExplanation(explanation: RouteExplanation, input: RouteInp
   keyRows.push(`sessionKey: ${paint.cyan(route.sessionKey)}`);
   keyRows.push(`lastRoutePolicy: ${route.lastRoutePolicy}${route.lastRoutePolicy === 'main' ? ' (this message updates the main session\'s last route)' : ' (this message updates its own session\'s last route)'}`);
   keyRows.forEach((row, i) => lines.push(`${i === keyRows.length - 1 ? '└─' : '├─'} ${row}`));
+  lines.push('');
+  lines.push(paint.bold('session instance'));
+  const { session, queue, send } = more;
+  const resetText = session.reset.mode === 'none' ? 'none (sessions never expire by time)' : `${session.reset.mode}${session.reset.mode === 'daily' ? ` at ${session.reset.atHour}:00 ${session.reset.timezone ?? 'host time'}` : ''}${session.reset.idleMinutes ? `, idle ${session.reset.idleMinutes} min` : ''} (from ${session.reset.source})`;
+  const instanceRows = session.exists
+    ? [
+        `sessionId: ${session.sessionId}`,
+        session.fresh ? `fresh: yes${session.nextResetAt ? `, next reset ${new Date(session.nextResetAt).toISOString()}` : ''}` : paint.yellow(`stale (${session.staleReason}): the next message starts a new instance`),
+      ]
+    : ['no instance yet: the next message creates one'];
+  instanceRows.push(`reset policy: ${resetText}`);
+  instanceRows.forEach((row, i) => lines.push(`${i === instanceRows.length - 1 ? '└─' : '├─'} ${row}`));
+  lines.push('');
+  lines.push(paint.bold('time and delivery'));
+  lines.push(`├─ queue: ${queue.mode} (${queue.sources.mode}), debounce ${queue.debounceMs} ms (${queue.sources.debounceMs}), cap ${queue.cap} (${queue.sources.cap}), drop ${queue.dropPolicy} (${queue.sources.dropPolicy})`);
+  lines.push(`└─ replies: ${send.decision === 'allow' ? paint.green('allowed') : paint.red('denied')} (${send.source}${send.rule !== null ? ` rule ${send.rule}` : ''})`);
   if (warnings.length > 0) {
     lines.push('');
     for (const warning of warnings) lines.push(`${paint.yellow('warning:')} ${warning}`);

@@ -72,6 +72,7 @@ export {
 
 export {
   planSessionMessage,
+  rotateEntry,
   resetPolicyFor,
   DUPLICATE_WINDOW_MS,
   type PlannedEntry,

@@ -54,7 +54,7 @@ export interface SessionPlan {
 
 /** A messageId seen on the same session within this window makes a later copy a duplicate. */
 export const DUPLICATE_WINDOW_MS = 5 * 60_000;
-const RECENT_IDS_CAP = 64;
+const RECENT_IDS_CAP = 32;
 
 export interface PlanContext {
   sessionKey: string;
@@ -75,13 +75,26 @@ function chatTypeOf(peer: PlanMessage['peer']): PlannedEntry['chatType'] {
   return peer.kind === 'direct' ? 'direct' : peer.kind === 'channel' ? 'channel' : 'group';
 }
 
-function pruneRecentIds(ids: Record<string, number> | undefined, now: number): Record<string, number> {
-  const kept = Object.entries(ids ?? {}).filter(([, at]) => typeof at === 'number' && now - at < DUPLICATE_WINDOW_MS && at <= now + DUPLICATE_WINDOW_MS);
-  return Object.fromEntries(kept.slice(-RECENT_IDS_CAP + 1));
+/**
+ * Remembers a messageId for duplicate detection. Cheap on the hot path: a plain copy plus one id
+ * while the set is small; old ids are pruned only when the cap is reached (they are harmless
+ * until then, since a match also needs a timestamp inside the window).
+ */
+function rememberMessageId(ids: Record<string, number> | undefined, id: string, now: number): Record<string, number> {
+  let count = 0;
+  for (const _ in ids) count++;
+  if (count < RECENT_IDS_CAP) return { ...ids, [id]: now };
+  const recent = Object.entries(ids!)
+    .filter(([, at]) => typeof at === 'number' && Math.abs(now - at) < DUPLICATE_WINDOW_MS)
+    .slice(-(RECENT_IDS_CAP - 1));
+  return { ...Object.fromEntries(recent), [id]: now };
 }
 
-/** A fresh instance at the same address: new id and clocks; settings and labels carry over. */
-function rotate(entry: PlannedEntry, ctx: PlanContext, threadId: string | undefined): PlannedEntry {
+/**
+ * The one rotation rule: a fresh instance at the same address — new id, transcript name and
+ * clocks; settings of the address (queue and send overrides, model, pin, labels) carry over.
+ */
+export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 'newSessionId' | 'transcriptName'>, threadId: string | undefined): PlannedEntry {
   const sessionId = ctx.newSessionId();
   return {
     ...entry,
@@ -140,7 +153,9 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
     }
     if (reason) {
       rotation = { reason, previousSessionId: existing.sessionId, previousSessionFile: existing.sessionFile };
-      entry = rotate(entry, ctx, message.threadId);
+      entry = rotateEntry(entry, ctx, message.threadId);
+      // A cron run is not an interaction: its fresh instance has no interaction time.
+      if (reason === 'cron') delete entry.lastInteractionAt;
     }
   }
 
@@ -175,10 +190,6 @@ function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, cr
     if (message.threadId) context.threadId = message.threadId;
     entry.deliveryContext = context;
   }
-  if (message.messageId !== undefined) {
-    const ids = pruneRecentIds(entry.recentMessageIds, now);
-    ids[message.messageId] = now;
-    entry.recentMessageIds = ids;
-  }
+  if (message.messageId !== undefined) entry.recentMessageIds = rememberMessageId(entry.recentMessageIds, message.messageId, now);
   if (entry.lastInteractionAt === undefined) delete entry.lastInteractionAt;
 }

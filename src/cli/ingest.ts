@@ -1,0 +1,150 @@
+// `switchboard ingest [FILE]` and `switchboard send TEXT`: messages in, one NDJSON event per
+// line out, each acknowledgement written only after its message is on disk.
+
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import { SwitchboardError, readNdjson, type NdjsonLine } from '../core/index.js';
+import { HeldLocks, exitCodeFor, ingestBatch, type EngineContext, type IngestEvent } from '../engine/index.js';
+import type { CliContext } from './context.js';
+import type { ProgramHooks } from './main.js';
+import { BufferedWriter } from './output.js';
+import { addRouteFlags, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
+
+/** Lines per commit: large batches amortise fsyncs and the sessions.json rewrite (P3/P4). */
+const MAX_BATCH_LINES = 20_000;
+/** Lines read ahead while a batch commits, before reading pauses (back-pressure). */
+const READ_AHEAD_LINES = 2 * MAX_BATCH_LINES;
+
+export function registerIngestCommands(program: Command, hooks: ProgramHooks): void {
+  program
+    .command('ingest')
+    .argument('[file]', 'NDJSON file of messages (default: stdin)')
+    .description('route and record inbound messages (NDJSON, one per line); print one event per line')
+    .addHelpText(
+      'after',
+      `
+Each line is a message: {channel, peer?, text, sender?, messageId?, kind?, sessionKey?, ...}.
+Each line gets one event, in order: {"type":"result",...} or {"type":"error","line":N,...}.
+A result is printed only after its message is on disk. Exit 65 if any line was bad.
+
+Examples:
+  $ switchboard ingest examples/alice.ndjson --config examples/switchboard.json5
+  $ echo '{"channel":"telegram","peer":"direct:123","text":"hi"}' | switchboard ingest`,
+    )
+    .action(hooks.action((ctx: CliContext, file: string | undefined) => runIngest(ctx, file)));
+
+  addRouteFlags(
+    program
+      .command('send')
+      .argument('<text>', 'message text')
+      .description('ingest one message given by flags (for shell scripts); prints the same events as ingest')
+      .option('--sender <id>', 'sender id')
+      .option('--sender-name <name>', 'sender display name')
+      .option('--message-id <id>', 'message id (a repeat within 5 minutes is a duplicate)')
+      .option('--run-id <id>', 'client-chosen run id')
+      .option('--kind <kind>', 'user | heartbeat | system | cron', 'user')
+      .option('--cron-job <id>', 'cron job id (cron key family, fresh session each run)')
+      .option('--session-key <key>', 'explicit session key: skips routing')
+      .option('--incognito', 'route only, write nothing'),
+    true,
+  )
+    .addHelpText('after', '\nExample:\n  $ switchboard send "backup finished" --channel telegram --peer direct:123 --json')
+    .action(hooks.action((ctx: CliContext, text: string) => runSend(ctx, text)));
+}
+
+/** Feeds NDJSON lines to the engine in batches while the next lines are read. */
+export async function ingestStream(engine: EngineContext, input: AsyncIterable<Buffer | string>, onEvents: (events: IngestEvent[]) => Promise<void>): Promise<void> {
+  const pending: NdjsonLine[] = [];
+  let readDone = false;
+  let readError: unknown;
+  let wakeProcessor: (() => void) | undefined;
+  let wakeReader: (() => void) | undefined;
+
+  const reading = readNdjson(input, async (lines) => {
+    for (const line of lines) pending.push(line);
+    wakeProcessor?.();
+    while (pending.length > READ_AHEAD_LINES) await new Promise<void>((resolve) => (wakeReader = resolve));
+  }).then(
+    () => {
+      readDone = true;
+      wakeProcessor?.();
+    },
+    (err) => {
+      readError = err;
+      readDone = true;
+      wakeProcessor?.();
+    },
+  );
+
+  const locks = new HeldLocks();
+  try {
+    for (;;) {
+      if (pending.length === 0) {
+        // Input paused (or ended): hand every session lock back before waiting.
+        await locks.releaseIdle(true);
+        if (readDone) break;
+        await new Promise<void>((resolve) => (wakeProcessor = resolve));
+        wakeProcessor = undefined;
+        continue;
+      }
+      const batch = pending.splice(0, MAX_BATCH_LINES);
+      wakeReader?.();
+      wakeReader = undefined;
+      await onEvents(await ingestBatch(engine, batch, locks));
+      await locks.releaseIdle(false);
+    }
+  } finally {
+    await locks.releaseIdle(true);
+  }
+  await reading;
+  if (readError !== undefined) {
+    throw new SwitchboardError('IO', `reading input failed: ${(readError as Error).message}`, { cause: readError });
+  }
+}
+
+async function runIngest(ctx: CliContext, file: string | undefined): Promise<number> {
+  const engine = await ctx.engine();
+  let input: AsyncIterable<Buffer | string> = ctx.streams.stdin;
+  if (file !== undefined && file !== '-') {
+    try {
+      fs.accessSync(file, fs.constants.R_OK);
+    } catch {
+      throw new SwitchboardError('NOT_FOUND', `cannot read ${file}`, { hint: 'give an NDJSON file, or pipe messages on stdin' });
+    }
+    input = fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
+  }
+  const out = new BufferedWriter(ctx.streams.stdout);
+  let exitCode = 0;
+  await ingestStream(engine, input, async (events) => {
+    for (const event of events) out.line(JSON.stringify(event));
+    await out.flush();
+    exitCode = exitCodeFor(events, exitCode);
+  });
+  await out.flush();
+  return exitCode;
+}
+
+interface SendFlags extends RouteFlagValues {
+  sender?: string;
+  senderName?: string;
+  messageId?: string;
+  runId?: string;
+  kind?: string;
+  cronJob?: string;
+  sessionKey?: string;
+  incognito?: boolean;
+}
+
+async function runSend(ctx: CliContext, text: string): Promise<number> {
+  const flags = ctx.options as unknown as SendFlags;
+  const message: Record<string, unknown> = { ...routeInputFromFlags(flags), text, kind: flags.kind };
+  if (flags.sender !== undefined || flags.senderName !== undefined) message.sender = { id: flags.sender, name: flags.senderName };
+  if (flags.messageId !== undefined) message.messageId = flags.messageId;
+  if (flags.runId !== undefined) message.runId = flags.runId;
+  if (flags.cronJob !== undefined) message.cron = { jobId: flags.cronJob };
+  if (flags.sessionKey !== undefined) message.sessionKey = flags.sessionKey;
+  if (flags.incognito) message.incognito = true;
+  const events = await ingestBatch(await ctx.engine(), [{ line: 1, text: JSON.stringify(message) }]);
+  for (const event of events) ctx.streams.stdout.write(`${JSON.stringify(event)}\n`);
+  return exitCodeFor(events);
+}

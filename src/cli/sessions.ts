@@ -1,0 +1,228 @@
+// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, delete) and the
+// `switchboard reset` shortcut: inspecting and changing session instances.
+
+import type { Command } from 'commander';
+import { SwitchboardError } from '../core/index.js';
+import { deleteSession, listSessions, resetSession, setPinned, showSession, type StoreSelection } from '../engine/index.js';
+import { followTranscript, readTranscript, type TranscriptRecord } from '../store/index.js';
+import type { CliContext } from './context.js';
+import { formatAge, formatBytes, formatTime, table } from './format.js';
+import type { ProgramHooks } from './main.js';
+import { writeJsonLine } from './output.js';
+
+interface SelectionFlags {
+  agent?: string;
+  allAgents?: boolean;
+  store?: string;
+}
+
+function addSelectionFlags(command: Command): Command {
+  return command
+    .option('--agent <id>', "the agent's store (default: the default agent)")
+    .option('--all-agents', 'every configured agent')
+    .option('--store <path>', 'a sessions.json file');
+}
+
+function selectionOf(ctx: CliContext): StoreSelection {
+  const flags = ctx.options as unknown as SelectionFlags;
+  const chosen = [flags.agent !== undefined, flags.allAgents === true, flags.store !== undefined].filter(Boolean).length;
+  if (chosen > 1) throw new SwitchboardError('USAGE', '--agent, --all-agents and --store exclude each other');
+  return { agent: flags.agent, allAgents: flags.allAgents, storePath: flags.store };
+}
+
+function positiveInt(value: string, name: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new SwitchboardError('USAGE', `${name} must be a whole number ≥ 0, got "${value}"`);
+  return n;
+}
+
+export function registerSessionCommands(program: Command, hooks: ProgramHooks): void {
+  const sessions = program
+    .command('sessions')
+    .description('list, inspect and change sessions (default: list)')
+    .addHelpText('after', '\nExamples:\n  $ switchboard sessions --all-agents\n  $ switchboard sessions show agent:main:direct:alice');
+
+  const list = (command: Command) =>
+    addSelectionFlags(command)
+      .option('--active <minutes>', 'only sessions updated in the last MINUTES')
+      .option('--limit <n>', 'at most N rows (newest first)')
+      .action(hooks.action((ctx: CliContext) => runList(ctx)));
+  list(sessions);
+  list(sessions.command('list', { isDefault: true }).description('table of sessions: Agent, Kind, Key, Age, Model, Flags'))
+    .addHelpText('after', '\nExample:\n  $ switchboard sessions list --active 60 --json');
+
+  addSelectionFlags(sessions.command('show').argument('<key-or-id>').description('one session: entry, freshness, lock, transcript stats'))
+    .addHelpText('after', '\nExample:\n  $ switchboard sessions show agent:main:direct:alice')
+    .action(hooks.action((ctx: CliContext, key: string) => runShow(ctx, key)));
+
+  addSelectionFlags(
+    sessions
+      .command('transcript')
+      .argument('<key-or-id>')
+      .description('the conversation of the current instance; skipped damaged lines are reported on stderr')
+      .option('--tail <n>', 'only the last N records')
+      .option('--follow', 'keep printing records as they are appended (Ctrl-C to stop)')
+      .option('--raw', 'print the JSONL lines as stored'),
+  )
+    .addHelpText('after', '\nExample:\n  $ switchboard sessions transcript agent:main:direct:alice --tail 20')
+    .action(hooks.action((ctx: CliContext, key: string) => runTranscript(ctx, key)));
+
+  const reset = (command: Command) =>
+    addSelectionFlags(command.argument('<key-or-id>').option('--reason <text>', 'why (kept in the reset notice)').option('--model <model>', 'model for the new instance'))
+      .addHelpText('after', '\nExample:\n  $ switchboard sessions reset agent:main:direct:alice --reason "fresh start"')
+      .action(hooks.action((ctx: CliContext, key: string) => runReset(ctx, key)));
+  reset(sessions.command('reset').description('rotate now: new sessionId, old transcript archived as .reset.<ts>'));
+  reset(program.command('reset').description('rotate a session now (same as `sessions reset`)'));
+
+  addSelectionFlags(sessions.command('pin').argument('<key-or-id>').description('never prune, cap or evict this session'))
+    .addHelpText('after', '\nExample:\n  $ switchboard sessions pin agent:main:main')
+    .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, true)));
+  addSelectionFlags(sessions.command('unpin').argument('<key-or-id>').description('let maintenance treat this session normally again'))
+    .addHelpText('after', '\nExample:\n  $ switchboard sessions unpin agent:main:main')
+    .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, false)));
+  addSelectionFlags(sessions.command('delete').argument('<key-or-id>').description('remove the entry; its transcript is archived as .deleted.<ts>, never deleted'))
+    .addHelpText('after', '\nExample:\n  $ switchboard sessions delete agent:main:discord:channel:general')
+    .action(hooks.action((ctx: CliContext, key: string) => runDelete(ctx, key)));
+}
+
+async function runList(ctx: CliContext): Promise<number> {
+  const flags = ctx.options as { active?: string; limit?: string };
+  const listing = await listSessions(await ctx.engine(), {
+    ...selectionOf(ctx),
+    activeMinutes: flags.active !== undefined ? positiveInt(flags.active, '--active') : undefined,
+    limit: flags.limit !== undefined ? positiveInt(flags.limit, '--limit') : undefined,
+  });
+  if (ctx.json) {
+    writeJsonLine(ctx.streams.stdout, listing);
+    return 0;
+  }
+  if (listing.count === 0) {
+    ctx.streams.stdout.write(`no sessions in ${listing.stores.map((s) => s.path).join(', ')}\n`);
+    return 0;
+  }
+  const rows = listing.sessions.map((s) => [
+    s.agentId,
+    s.kind,
+    s.key,
+    formatAge(s.ageMs),
+    s.model ?? '-',
+    [s.pinned ? 'pinned' : '', s.transcriptBytes === null ? 'no-transcript' : ''].filter(Boolean).join(',') || '-',
+  ]);
+  ctx.streams.stdout.write(table(['Agent', 'Kind', 'Key', 'Age', 'Model', 'Flags'], rows));
+  return 0;
+}
+
+async function runShow(ctx: CliContext, key: string): Promise<number> {
+  const details = await showSession(await ctx.engine(), key, selectionOf(ctx));
+  const result = {
+    agentId: details.location.agentId,
+    key: details.key,
+    storePath: details.location.storePath,
+    transcriptPath: details.transcriptPath,
+    entry: details.entry,
+    freshness: details.freshness,
+    lock: details.lock,
+    transcript: details.transcript,
+  };
+  if (ctx.json) {
+    writeJsonLine(ctx.streams.stdout, result);
+    return 0;
+  }
+  const { entry, freshness, lock, transcript } = details;
+  const rows: [string, string][] = [
+    ['key', details.key],
+    ['agent', details.location.agentId],
+    ['sessionId', entry.sessionId],
+    ['started', formatTime(entry.sessionStartedAt)],
+    ['last interaction', formatTime(entry.lastInteractionAt)],
+    ['updated', formatTime(entry.updatedAt)],
+    ['fresh', freshness.fresh ? `yes${freshness.nextResetAt ? ` (next reset ${formatTime(freshness.nextResetAt)})` : ' (no reset policy)'}` : `no: ${freshness.staleReason} (rotates on the next message)`],
+    ['chat', `${entry.chatType ?? '-'} on ${entry.channel ?? '-'} (${entry.accountId ?? '-'})`],
+    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.channel}:${entry.deliveryContext.to}` : '-'],
+    ['model', entry.modelOverride ?? entry.model ?? '-'],
+    ['pinned', entry.pinned ? 'yes' : 'no'],
+    ['lock', lock ? (lock.owner ? `held by pid ${lock.owner.pid} since ${formatTime(lock.owner.acquiredAt)}` : 'present (no owner record)') : 'free'],
+    ['transcript', transcript ? `${details.transcriptPath} (${formatBytes(transcript.bytes)}, ${transcript.records} records${transcript.skipped ? `, ${transcript.skipped} damaged lines` : ''})` : `${details.transcriptPath} (missing)`],
+  ];
+  ctx.streams.stdout.write(rows.map(([k, v]) => `${k.padEnd(18)}${v}\n`).join(''));
+  return 0;
+}
+
+/** One readable line per record: time, who, text. */
+function renderRecord(record: TranscriptRecord): string {
+  const time = typeof record.timestamp === 'string' ? record.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
+  if (record.type === 'session') return `── session ${String(record.id)} (${String(record.sessionKey ?? '')}) started ${time}`;
+  if (record.type === 'message') {
+    const message = (record.message ?? {}) as { role?: string; content?: { type?: string; text?: string }[]; sender?: { name?: string; id?: string }; channel?: string; model?: string };
+    const text = (message.content ?? []).map((part) => (part.type === 'text' ? part.text : `[${part.type}]`)).join(' ');
+    const who =
+      message.role === 'user'
+        ? `${message.sender?.name ?? message.sender?.id ?? 'user'}${message.channel ? ` via ${message.channel}` : ''}`
+        : message.model === 'delivery-mirror'
+          ? 'delivered'
+          : (message.role ?? '?');
+    return `${time}  ${who}: ${text}`;
+  }
+  if (record.type === 'reset_notice') return `${time}  ── reset (${String(record.reason)}) after session ${String(record.previousSessionId)}`;
+  if (record.type === 'custom') {
+    const data = (record.data ?? {}) as { text?: string };
+    return `${time}  [${String(record.customType)}] ${data.text ?? ''}`.trimEnd();
+  }
+  return `${time}  [${record.type}]`;
+}
+
+async function runTranscript(ctx: CliContext, key: string): Promise<number> {
+  const flags = ctx.options as { tail?: string; follow?: boolean; raw?: boolean };
+  const details = await showSession(await ctx.engine(), key, selectionOf(ctx));
+  const tail = flags.tail !== undefined ? positiveInt(flags.tail, '--tail') : undefined;
+  const print = (record: TranscriptRecord) => {
+    if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
+    else ctx.streams.stdout.write(`${renderRecord(record)}\n`);
+  };
+  const reader = readTranscript(details.transcriptPath);
+  const kept: TranscriptRecord[] = [];
+  for await (const record of reader) {
+    if (tail === undefined) print(record);
+    else {
+      kept.push(record);
+      if (kept.length > tail) kept.shift();
+    }
+  }
+  kept.forEach(print);
+  if (reader.stats.skipped > 0) ctx.note(`switchboard: skipped ${reader.stats.skipped} damaged line(s) in ${details.transcriptPath}${reader.stats.tornTail ? ' (torn tail: run `switchboard doctor --repair`)' : ''}`);
+  if (flags.follow) {
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      await followTranscript(details.transcriptPath, reader.stats.bytes, print, stop.signal);
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  }
+  return 0;
+}
+
+async function runReset(ctx: CliContext, key: string): Promise<number> {
+  const flags = ctx.options as { reason?: string; model?: string };
+  const outcome = await resetSession(await ctx.engine(), key, { ...selectionOf(ctx), reason: flags.reason, model: flags.model });
+  if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
+  else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}\n`);
+  return 0;
+}
+
+async function runPin(ctx: CliContext, key: string, pinned: boolean): Promise<number> {
+  const outcome = await setPinned(await ctx.engine(), key, pinned, selectionOf(ctx));
+  if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
+  else ctx.streams.stdout.write(`${pinned ? 'pinned' : 'unpinned'} ${outcome.sessionKey}\n`);
+  return 0;
+}
+
+async function runDelete(ctx: CliContext, key: string): Promise<number> {
+  const outcome = await deleteSession(await ctx.engine(), key, selectionOf(ctx));
+  if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
+  else ctx.streams.stdout.write(`deleted ${outcome.sessionKey}${outcome.archivedTo ? ` (transcript archived as ${outcome.archivedTo})` : ''}\n`);
+  return 0;
+}

@@ -1,0 +1,43 @@
+// What the engine needs to act: the loaded config and its routing table, the state dir and the
+// clock. Built once per command (or per server) and shared by every engine operation.
+
+import path from 'node:path';
+import type { Clock } from '../core/index.js';
+import type { SwitchboardConfig } from '../config/index.js';
+import type { RoutingTable } from '../routing/index.js';
+import { resolveInside, resolveStoreLocation, type LockOptions, type StoreLocation } from '../store/index.js';
+
+export interface EngineContext {
+  stateDir: string;
+  config: SwitchboardConfig;
+  table: RoutingTable;
+  clock: Clock;
+}
+
+/** The sessions store of one agent (honours `session.store` with `{agentId}`). */
+export function storeFor(ctx: EngineContext, agentId: string): StoreLocation {
+  return resolveStoreLocation(ctx.stateDir, agentId, { storeTemplate: ctx.config.session?.store });
+}
+
+/** Every agent that may have a store: the configured agents, else the default agent. */
+export function knownAgentIds(ctx: EngineContext): string[] {
+  const ids = ctx.table.agents.map((agent) => agent.id);
+  return ids.length > 0 ? [...new Set(ids)] : [ctx.table.defaultAgentId];
+}
+
+/** A transcript file named by an entry, resolved safely inside its sessions folder. */
+export function transcriptPathIn(location: StoreLocation, sessionFile: string): string {
+  return resolveInside(location.sessionsDir, path.basename(sessionFile));
+}
+
+/** Session write-lock settings from `session.writeLock`. */
+export function sessionLockOptions(ctx: EngineContext, owner?: { sessionKey?: string; runId?: string }): LockOptions {
+  const writeLock = ctx.config.session?.writeLock ?? {};
+  return {
+    busyCode: 'SESSION_BUSY',
+    acquireTimeoutMs: writeLock.acquireTimeoutMs,
+    staleMs: writeLock.staleMs,
+    maxHoldMs: writeLock.maxHoldMs,
+    owner,
+  };
+}

@@ -1,0 +1,47 @@
+// The instance and time parts of `route explain`: which session instance the route lands in (and
+// whether the next message would rotate it), the queue settings with their sources, and sendPolicy.
+
+import { evaluateFreshness, evaluateSendPolicy, resetPolicyFor, resolveQueueSettings, type QueueSettings, type ResetPolicy } from '../policy/index.js';
+import type { ResolvedRoute, RouteInput } from '../routing/index.js';
+import { readSessionStore } from '../store/index.js';
+import { storeFor, type EngineContext } from './context.js';
+
+export interface SessionSection {
+  sessionId?: string;
+  exists: boolean;
+  fresh: boolean;
+  staleReason?: string;
+  nextResetAt?: number;
+  reset: Pick<ResetPolicy, 'mode' | 'atHour' | 'idleMinutes' | 'timezone' | 'source'>;
+  storePath: string;
+}
+
+export interface InstanceAndTime {
+  session: SessionSection;
+  queue: Pick<QueueSettings, 'mode' | 'debounceMs' | 'cap' | 'dropPolicy' | 'sources'>;
+  send: { decision: string; rule: number | null; source: string };
+}
+
+export async function explainInstanceAndTime(ctx: EngineContext, route: ResolvedRoute, input: RouteInput): Promise<InstanceAndTime> {
+  const location = storeFor(ctx, route.agentId);
+  const store = await readSessionStore(location.storePath);
+  const entry = Object.hasOwn(store, route.sessionKey) ? store[route.sessionKey] : undefined;
+  const policy = resetPolicyFor(ctx.config.session, route.sessionKey, { channel: input.channel, threadId: input.threadId, peer: input.peer });
+  const reset = { mode: policy.mode, atHour: policy.atHour, idleMinutes: policy.idleMinutes, timezone: policy.timezone, source: policy.source };
+  let session: SessionSection;
+  if (entry) {
+    const freshness = evaluateFreshness(entry, policy, ctx.clock.now());
+    session = { sessionId: entry.sessionId, exists: true, ...freshness, reset, storePath: location.storePath };
+  } else {
+    // No instance yet: the next message creates one.
+    session = { exists: false, fresh: false, reset, storePath: location.storePath };
+  }
+  const queue = resolveQueueSettings({ channel: input.channel, entry: entry ?? null, config: ctx.config.messages?.queue ?? null });
+  const chatType = input.peer?.kind ?? entry?.chatType ?? null;
+  const send = evaluateSendPolicy({ sessionKey: route.sessionKey, channel: input.channel, chatType, entryOverride: entry?.sendPolicy ?? null }, ctx.config.session?.sendPolicy ?? null);
+  return {
+    session,
+    queue: { mode: queue.mode, debounceMs: queue.debounceMs, cap: queue.cap, dropPolicy: queue.dropPolicy, sources: queue.sources },
+    send,
+  };
+}

@@ -1,0 +1,24 @@
+// Public face of engine/: the ingest pipeline (route → plan → store → acknowledge) and the
+// session operations the CLI and the server share.
+
+export { type EngineContext, storeFor, knownAgentIds, transcriptPathIn, sessionLockOptions } from './context.js';
+export { parseInboundMessage, parseMessageLine, type InboundMessage, type MessageKind } from './message.js';
+export { HeldLocks, HOLD_BUDGET_MS } from './held-locks.js';
+export { ingestBatch, exitCodeFor, type IngestEvent, type ResultEvent, type ErrorEvent, type Disposition } from './ingest.js';
+export {
+  selectStores,
+  listSessions,
+  findSession,
+  showSession,
+  resetSession,
+  setPinned,
+  deleteSession,
+  transcriptFileOf,
+  type StoreSelection,
+  type SessionRow,
+  type SessionListing,
+  type FoundSession,
+  type SessionDetails,
+  type ResetOutcome,
+} from './sessions.js';
+export { explainInstanceAndTime, type InstanceAndTime, type SessionSection } from './explain.js';

@@ -1,0 +1,307 @@
+// `switchboard ingest` and `send` end to end: real processes, real files, real locks.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { REPO_ROOT, jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
+
+const EXAMPLE_CONFIG = path.join(REPO_ROOT, 'examples', 'switchboard.json5');
+const EXAMPLE_MESSAGES = path.join(REPO_ROOT, 'examples', 'alice.ndjson');
+
+function sessionsDir(state: string, agent: string): string {
+  return path.join(state, 'agents', agent, 'sessions');
+}
+
+function readStore(state: string, agent: string): Record<string, any> {
+  return JSON.parse(fs.readFileSync(path.join(sessionsDir(state, agent), 'sessions.json'), 'utf8'));
+}
+
+function transcriptLines(state: string, agent: string, sessionFile: string): any[] {
+  return jsonLines(fs.readFileSync(path.join(sessionsDir(state, agent), sessionFile), 'utf8'));
+}
+
+function ingest(state: string, input: string, extra: string[] = [], config?: string) {
+  return runCli(['ingest', '--state-dir', state, ...(config ? ['--config', config] : []), ...extra], { input });
+}
+
+const line = (message: Record<string, unknown>) => JSON.stringify(message);
+
+describe('the Alice scenario (examples/)', () => {
+  test('linked DMs share one session; the group and the thread have their own; the thread inherits the group binding', async () => {
+    const state = tempDir();
+    const r = await runCli(['ingest', EXAMPLE_MESSAGES, '--config', EXAMPLE_CONFIG, '--state-dir', state]);
+    assert.equal(r.code, 0, r.stderr);
+    const events = jsonLines(r.stdout);
+    assert.deepEqual(events.map((e) => [e.type, e.line, e.disposition]), [1, 2, 3, 4, 5].map((n) => ['result', n, 'recorded']));
+    const [telegram, slack, group, thread, general] = events;
+    assert.equal(telegram.sessionKey, 'agent:main:direct:alice');
+    assert.equal(slack.sessionKey, 'agent:main:direct:alice');
+    assert.equal(telegram.sessionId, slack.sessionId);
+    assert.equal(group.sessionKey, 'agent:club:discord:channel:book-club');
+    assert.equal(group.matchedBy, 'binding.peer');
+    assert.equal(thread.sessionKey, 'agent:club:discord:channel:thread-dune');
+    assert.equal(thread.agentId, 'club');
+    assert.equal(thread.matchedBy, 'binding.peer.parent');
+    assert.notEqual(thread.sessionId, group.sessionId);
+    assert.equal(general.agentId, 'main');
+    assert.equal(general.matchedBy, 'binding.guild');
+
+    const mainStore = readStore(state, 'main');
+    const alice = mainStore['agent:main:direct:alice'];
+    assert.equal(alice.sessionId, telegram.sessionId);
+    // Replies stay on the channel that opened the session: the Slack DM did not redirect them.
+    assert.equal(alice.deliveryContext.channel, 'telegram');
+    const lines = transcriptLines(state, 'main', alice.sessionFile);
+    assert.equal(lines[0].type, 'session');
+    assert.equal(lines[0].id, alice.sessionId);
+    assert.deepEqual(lines.slice(1).map((l) => [l.message.channel, l.message.messageId]), [['telegram', 'tg-1001'], ['slack', 'sl-2001']]);
+    assert.equal(lines[2].parentId, lines[1].id);
+    const clubStore = readStore(state, 'club');
+    assert.deepEqual(Object.keys(clubStore).sort(), ['agent:club:discord:channel:book-club', 'agent:club:discord:channel:thread-dune']);
+  });
+
+  test('dmScope "main" collapses the DMs into the main session', async () => {
+    const state = tempDir();
+    const source = fs.readFileSync(EXAMPLE_CONFIG, 'utf8').replace('dmScope: "per-peer"', 'dmScope: "main"');
+    assert.ok(source.includes('dmScope: "main"'));
+    const config = path.join(state, 'main-scope.json5');
+    fs.writeFileSync(config, source);
+    const r = await runCli(['ingest', EXAMPLE_MESSAGES, '--config', config, '--state-dir', state]);
+    const [telegram, slack] = jsonLines(r.stdout);
+    assert.equal(telegram.sessionKey, 'agent:main:main');
+    assert.equal(slack.sessionKey, 'agent:main:main');
+    assert.equal(telegram.sessionId, slack.sessionId);
+  });
+});
+
+describe('bad input', () => {
+  test('each bad line gets an error event with its line and JSON path; good lines are kept; exit 65', async () => {
+    const state = tempDir();
+    const input = [
+      line({ channel: 'telegram', peer: 'direct:1', text: 'one' }),
+      'not json',
+      line({ peer: 'direct:1', text: 'no channel' }),
+      line({ channel: 'telegram', peer: 'direct:1', text: 'two', kind: 'shout' }),
+      line({ channel: 'telegram', peer: { kind: 'room', id: 'x' }, text: 'bad peer' }),
+      line({ channel: 'telegram', peer: 'direct:1' }),
+      line({ channel: 'telegram', peer: 'direct:1', text: 'three', memberRoleIds: [1, {}] }),
+      line({ channel: 'telegram', peer: 'direct:1', text: 'four' }),
+    ].join('\n');
+    const r = await ingest(state, input);
+    assert.equal(r.code, 65);
+    const events = jsonLines(r.stdout);
+    assert.deepEqual(events.map((e) => e.line), [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.deepEqual(events.map((e) => e.type === 'error' ? `${e.code}@${e.path}` : e.disposition), [
+      'recorded',
+      'BAD_MESSAGE@$',
+      'BAD_MESSAGE@channel',
+      'BAD_MESSAGE@kind',
+      'BAD_MESSAGE@peer.kind',
+      'BAD_MESSAGE@text',
+      'BAD_MESSAGE@memberRoleIds[1]',
+      'recorded',
+    ]);
+    const entry = readStore(state, 'main')['agent:main:main'];
+    const texts = transcriptLines(state, 'main', entry.sessionFile).slice(1).map((l) => l.message.content[0].text);
+    assert.deepEqual(texts, ['one', 'four']);
+  });
+
+  test('a line over 1 MiB and invalid UTF-8 are BAD_MESSAGE; nothing is written for them', async () => {
+    const state = tempDir();
+    const huge = line({ channel: 'x', text: 'y'.repeat(1024 * 1024) });
+    const input = Buffer.concat([Buffer.from(`${huge}\n`), Buffer.from([0x7b, 0xc3, 0x28, 0x7d, 0x0a])]);
+    const r = await runCli(['ingest', '--state-dir', state], { input });
+    assert.equal(r.code, 65);
+    assert.deepEqual(jsonLines(r.stdout).map((e) => [e.line, e.code]), [[1, 'BAD_MESSAGE'], [2, 'BAD_MESSAGE']]);
+    assert.equal(fs.existsSync(path.join(state, 'agents')), false);
+  });
+
+  test('a corrupt sessions.json fails with STORE_CORRUPT and is never overwritten', async () => {
+    const state = tempDir();
+    await ingest(state, line({ channel: 'x', text: 'first' }));
+    const store = path.join(sessionsDir(state, 'main'), 'sessions.json');
+    fs.writeFileSync(store, '{"agent:main:main": {"sessionId": "abc", "upd');
+    const before = fs.readFileSync(store);
+    const r = await ingest(state, line({ channel: 'x', text: 'second' }));
+    assert.equal(r.code, 65);
+    const [event] = jsonLines(r.stdout);
+    assert.equal(event.code, 'STORE_CORRUPT');
+    assert.deepEqual(fs.readFileSync(store), before);
+  });
+
+  test('ids that try to leave the store never produce a path outside it', async () => {
+    const state = tempDir();
+    const input = [
+      line({ channel: 'x', peer: 'direct:../../etc/passwd', text: 'a', threadId: '../../../tmp/evil' }),
+      line({ channel: 'x', sessionKey: 'agent:../x:main', text: 'b' }),
+      line({ channel: 'x', sessionKey: '../../../etc', text: 'c' }),
+      line({ channel: '../x', peer: 'group:/etc/passwd', text: 'd' }),
+    ].join('\n');
+    const r = await ingest(state, input);
+    const events = jsonLines(r.stdout);
+    assert.equal(events.length, 4);
+    const walk = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? walk(path.join(dir, d.name)) : [path.join(dir, d.name)]));
+    for (const file of walk(state)) {
+      assert.ok(!path.relative(path.join(state, 'agents', 'main', 'sessions'), file).startsWith('..'), `${file} stays in the store`);
+    }
+    assert.equal(events[1].type, 'error');
+  });
+});
+
+describe('session instances', () => {
+  const at = (iso: string) => ['--now', iso];
+
+  test('heartbeat, system and cron messages never move lastInteractionAt; idle reset fires on schedule', async () => {
+    const state = tempDir();
+    const config = writeJson(path.join(state, 'c.json'), { session: { dmScope: 'per-peer', reset: { mode: 'idle', idleMinutes: 30 } } });
+    const dm = { channel: 'telegram', peer: 'direct:9' };
+    let r = await ingest(state, line({ ...dm, text: 'hello' }), at('2026-11-30T10:00:00Z'), config);
+    const first = jsonLines(r.stdout)[0];
+    for (const [kind, time] of [['heartbeat', '10:20'], ['system', '10:25']] as const) {
+      r = await ingest(state, line({ ...dm, kind, text: `${kind} ping` }), at(`2026-11-30T${time}:00Z`), config);
+      assert.equal(jsonLines(r.stdout)[0].sessionId, first.sessionId);
+    }
+    const entry = readStore(state, 'main')['agent:main:direct:9'];
+    assert.equal(entry.lastInteractionAt, Date.parse('2026-11-30T10:00:00Z'));
+    assert.equal(entry.updatedAt, Date.parse('2026-11-30T10:25:00Z'));
+    // 30 min after the last real message (not after the heartbeat): stale, rotated.
+    r = await ingest(state, line({ ...dm, text: 'back again' }), at('2026-11-30T10:30:01Z'), config);
+    const rotated = jsonLines(r.stdout)[0];
+    assert.deepEqual(rotated.reset, { reason: 'idle', previousSessionId: first.sessionId });
+    assert.notEqual(rotated.sessionId, first.sessionId);
+    const archived = fs.readdirSync(sessionsDir(state, 'main')).filter((f) => f.startsWith(`${first.sessionId}.jsonl.reset.`));
+    assert.equal(archived.length, 1);
+    const lines = transcriptLines(state, 'main', `${rotated.sessionId}.jsonl`);
+    assert.deepEqual(lines.map((l) => l.type), ['session', 'reset_notice', 'message']);
+    assert.equal(lines[1].reason, 'idle');
+  });
+
+  test('daily reset at atHour in the configured zone, across a DST change', async () => {
+    const state = tempDir();
+    const config = writeJson(path.join(state, 'c.json'), { session: { reset: { mode: 'daily', atHour: 4, timezone: 'Europe/Berlin' } } });
+    // 2026-10-25: Berlin leaves summer time at 03:00 CEST → 02:00 CET; 04:00 CET is 03:00Z.
+    let r = await ingest(state, line({ channel: 'x', text: 'late night' }), at('2026-10-25T01:30:00Z'), config);
+    const first = jsonLines(r.stdout)[0];
+    r = await ingest(state, line({ channel: 'x', text: 'still before 4' }), at('2026-10-25T02:59:59Z'), config);
+    assert.equal(jsonLines(r.stdout)[0].sessionId, first.sessionId);
+    assert.equal(jsonLines(r.stdout)[0].reset, null);
+    r = await ingest(state, line({ channel: 'x', text: 'after 4 local' }), at('2026-10-25T03:00:01Z'), config);
+    assert.deepEqual(jsonLines(r.stdout)[0].reset, { reason: 'daily', previousSessionId: first.sessionId });
+  });
+
+  test('no reset policy means never: a year later the session is the same', async () => {
+    const state = tempDir();
+    let r = await ingest(state, line({ channel: 'x', text: 'a' }), at('2026-01-01T00:00:00Z'));
+    const first = jsonLines(r.stdout)[0];
+    r = await ingest(state, line({ channel: 'x', text: 'b' }), at('2027-01-01T00:00:00Z'));
+    assert.equal(jsonLines(r.stdout)[0].sessionId, first.sessionId);
+  });
+
+  test('/new and /reset rotate; a bare trigger is a command; "/new <model>" sets the model', async () => {
+    const state = tempDir();
+    const dm = { channel: 'telegram', peer: 'direct:5' };
+    const r = await ingest(state, [line({ ...dm, text: 'hi' }), line({ ...dm, text: '/NEW' }), line({ ...dm, text: '/reset what now?' }), line({ ...dm, text: '/new gpt-5' })].join('\n'));
+    const [hi, bare, withText, model] = jsonLines(r.stdout);
+    assert.equal(bare.disposition, 'command');
+    assert.deepEqual(bare.reset, { reason: 'command', previousSessionId: hi.sessionId });
+    assert.equal(withText.disposition, 'recorded');
+    assert.deepEqual(withText.reset, { reason: 'command', previousSessionId: bare.sessionId });
+    const entry = readStore(state, 'main')['agent:main:main'];
+    assert.equal(entry.sessionId, model.sessionId);
+    assert.equal(entry.model, 'gpt-5');
+    // The text after "/reset" was recorded in the new instance, after its reset notice.
+    const archived = fs.readdirSync(sessionsDir(state, 'main')).find((f) => f.startsWith(`${withText.sessionId}.jsonl.reset.`))!;
+    const lines = transcriptLines(state, 'main', archived);
+    assert.deepEqual(lines.slice(1).map((l) => l.type === 'message' ? l.message.content[0].text : l.type), ['reset_notice', 'what now?']);
+  });
+
+  test('a repeated messageId within 5 minutes is a duplicate and is recorded once', async () => {
+    const state = tempDir();
+    const msg = line({ channel: 'x', text: 'once', messageId: 'm-1' });
+    let r = await ingest(state, `${msg}\n${msg}`, at('2026-11-30T10:00:00Z'));
+    assert.deepEqual(jsonLines(r.stdout).map((e) => e.disposition), ['recorded', 'duplicate']);
+    r = await ingest(state, msg, at('2026-11-30T10:04:00Z'));
+    assert.equal(jsonLines(r.stdout)[0].disposition, 'duplicate');
+    r = await ingest(state, msg, at('2026-11-30T10:06:00Z'));
+    assert.equal(jsonLines(r.stdout)[0].disposition, 'recorded');
+    const entry = readStore(state, 'main')['agent:main:main'];
+    assert.equal(transcriptLines(state, 'main', entry.sessionFile).filter((l) => l.type === 'message').length, 2);
+  });
+
+  test('cron messages get a fresh sessionId on every run; explicit keys skip routing', async () => {
+    const state = tempDir();
+    const cron = line({ channel: 'cron', cron: { jobId: 'Digest' }, text: 'run the digest' });
+    const a = jsonLines((await ingest(state, cron)).stdout)[0];
+    const b = jsonLines((await ingest(state, cron)).stdout)[0];
+    assert.equal(a.sessionKey, 'agent:main:cron:digest');
+    assert.notEqual(a.sessionId, b.sessionId);
+    assert.equal(readStore(state, 'main')['agent:main:cron:digest'].lastInteractionAt, undefined);
+    const explicit = jsonLines((await ingest(state, line({ channel: 'x', sessionKey: 'notes', text: 'n' }))).stdout)[0];
+    assert.equal(explicit.sessionKey, 'agent:main:notes');
+    assert.equal(explicit.matchedBy, 'explicit');
+  });
+
+  test('incognito messages are routed but nothing is written', async () => {
+    const state = tempDir();
+    const r = await ingest(state, line({ channel: 'x', peer: 'direct:1', text: 'secret', incognito: true }));
+    const [event] = jsonLines(r.stdout);
+    assert.equal(event.persisted, false);
+    assert.equal(event.sessionKey, 'agent:main:main');
+    assert.equal(fs.existsSync(path.join(state, 'agents')), false);
+  });
+
+  test('send records one message from flags', async () => {
+    const state = tempDir();
+    const r = await runCli(['send', 'backup done', '--channel', 'telegram', '--peer', 'direct:42', '--sender-name', 'cron-box', '--state-dir', state]);
+    assert.equal(r.code, 0, r.stderr);
+    const [event] = jsonLines(r.stdout);
+    assert.equal(event.disposition, 'recorded');
+    const entry = readStore(state, 'main')['agent:main:main'];
+    assert.equal(transcriptLines(state, 'main', entry.sessionFile)[1].message.content[0].text, 'backup done');
+  });
+});
+
+describe('concurrency and locks', () => {
+  test('4 processes ingesting into the same session at once: every line once, whole, in each writer\'s order', async () => {
+    const state = tempDir();
+    const writers = 4;
+    const perWriter = 150;
+    const runs = Array.from({ length: writers }, (_, w) =>
+      ingest(state, Array.from({ length: perWriter }, (_, i) => line({ channel: 'x', text: `w${w}-${i}`, messageId: `w${w}-${i}` })).join('\n')),
+    );
+    const results = await Promise.all(runs);
+    for (const r of results) assert.equal(r.code, 0, r.stderr);
+    const entry = readStore(state, 'main')['agent:main:main'];
+    const raw = fs.readFileSync(path.join(sessionsDir(state, 'main'), entry.sessionFile), 'utf8');
+    const lines = jsonLines(raw);
+    assert.equal(lines.filter((l) => l.type === 'session').length, 1);
+    const texts = lines.filter((l) => l.type === 'message').map((l) => l.message.content[0].text as string);
+    assert.equal(texts.length, writers * perWriter);
+    assert.equal(new Set(texts).size, writers * perWriter);
+    for (let w = 0; w < writers; w++) {
+      const mine = texts.filter((t) => t.startsWith(`w${w}-`)).map((t) => Number(t.split('-')[1]));
+      assert.deepEqual(mine, Array.from({ length: perWriter }, (_, i) => i), `writer ${w} order kept`);
+    }
+  });
+
+  test('a message arriving while another process holds the session lock waits and is recorded, never dropped', async () => {
+    const state = tempDir();
+    const first = jsonLines((await ingest(state, line({ channel: 'x', text: 'open' }))).stdout)[0];
+    const transcript = path.join(sessionsDir(state, 'main'), `${first.sessionId}.jsonl`);
+    const child = spawn(process.execPath, [fileURLToPath(new URL('../fixtures/lock-holder-child.js', import.meta.url)), JSON.stringify({ target: transcript, behaviour: 'hold', sessionKey: 'agent:main:main', runId: 'long-run' })], { stdio: ['pipe', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => d.toString().includes('held') && resolve()));
+    const pending = ingest(state, line({ channel: 'x', text: 'while busy' }));
+    // The ingest must still be waiting: the lock is held until we say so.
+    const early = await Promise.race([pending.then(() => 'finished'), new Promise((resolve) => setTimeout(resolve, 700, 'waiting'))]);
+    assert.equal(early, 'waiting');
+    child.stdin.write('release\n');
+    const r = await pending;
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(jsonLines(r.stdout)[0].disposition, 'recorded');
+    const texts = jsonLines(fs.readFileSync(transcript, 'utf8')).filter((l) => l.type === 'message').map((l) => l.message.content[0].text);
+    assert.deepEqual(texts, ['open', 'while busy']);
+  });
+});

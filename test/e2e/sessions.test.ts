@@ -1,0 +1,146 @@
+// `switchboard sessions …`, `reset`, `locks` and `route explain`'s session section, end to end.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
+
+const line = (message: Record<string, unknown>) => JSON.stringify(message);
+
+describe('sessions commands', () => {
+  let state: string;
+  let config: string;
+  const cli = (...args: string[]) => runCli([...args, '--state-dir', state, '--config', config]);
+
+  before(async () => {
+    state = tempDir();
+    config = writeJson(path.join(state, 'c.json'), {
+      agents: { list: [{ id: 'main', default: true }, { id: 'work' }] },
+      bindings: [{ agentId: 'work', match: { channel: 'slack', accountId: '*' } }],
+      session: { dmScope: 'per-peer', reset: { mode: 'idle', idleMinutes: 60 } },
+    });
+    const input = [
+      line({ channel: 'telegram', peer: 'direct:1', sender: { name: 'Ann' }, text: 'hello' }),
+      line({ channel: 'telegram', peer: 'direct:2', text: 'hi' }),
+      line({ channel: 'slack', peer: 'channel:C1', text: 'standup' }),
+    ].join('\n');
+    const r = await runCli(['ingest', '--state-dir', state, '--config', config, '--now', '2026-11-30T10:00:00Z'], { input });
+    assert.equal(r.code, 0, r.stderr);
+  });
+
+  test('list shows the default agent, --all-agents every agent, --json has the documented fields', async () => {
+    const r = await cli('sessions', '--json', '--now', '2026-11-30T10:30:00Z');
+    const listing = jsonLines(r.stdout)[0];
+    assert.equal(listing.count, 2);
+    assert.deepEqual(listing.stores.map((s: { agentId: string }) => s.agentId), ['main']);
+    const row = listing.sessions.find((s: { key: string }) => s.key === 'agent:main:direct:1');
+    for (const field of ['agentId', 'key', 'sessionId', 'kind', 'chatType', 'updatedAt', 'ageMs', 'sessionStartedAt', 'lastInteractionAt', 'model', 'pinned', 'transcriptBytes']) {
+      assert.ok(field in row, `field ${field}`);
+    }
+    assert.equal(row.ageMs, 30 * 60_000);
+    assert.ok(row.transcriptBytes > 0);
+    const all = jsonLines((await cli('sessions', 'list', '--all-agents', '--json')).stdout)[0];
+    assert.equal(all.count, 3);
+    const text = (await cli('sessions', '--all-agents')).stdout;
+    assert.match(text, /^Agent\s+Kind\s+Key\s+Age\s+Model\s+Flags/);
+    assert.match(text, /agent:work:slack:channel:c1/);
+  });
+
+  test('show reports freshness against the reset policy', async () => {
+    const fresh = jsonLines((await cli('sessions', 'show', 'agent:main:direct:1', '--json', '--now', '2026-11-30T10:30:00Z')).stdout)[0];
+    assert.equal(fresh.freshness.fresh, true);
+    assert.equal(fresh.freshness.nextResetAt, Date.parse('2026-11-30T11:00:00Z') + 1);
+    assert.equal(fresh.transcript.records, 2);
+    const stale = jsonLines((await cli('sessions', 'show', 'agent:main:direct:1', '--json', '--now', '2026-11-30T11:30:00Z')).stdout)[0];
+    assert.deepEqual([stale.freshness.fresh, stale.freshness.staleReason], [false, 'idle']);
+  });
+
+  test('a missing session is NOT_FOUND (66)', async () => {
+    const r = await cli('sessions', 'show', 'agent:main:direct:nobody', '--json');
+    assert.equal(r.code, 66);
+    assert.equal(JSON.parse(r.stderr.trim()).error.code, 'NOT_FOUND');
+  });
+
+  test('transcript prints the conversation, --tail limits it, damaged lines are counted on stderr', async () => {
+    const shown = jsonLines((await cli('sessions', 'show', 'agent:main:direct:2', '--json')).stdout)[0];
+    fs.appendFileSync(shown.transcriptPath, '{"type":"message","torn');
+    const r = await cli('sessions', 'transcript', 'agent:main:direct:2');
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /user via telegram: hi/);
+    assert.match(r.stderr, /skipped 1 damaged line/);
+    const raw = jsonLines((await cli('sessions', 'transcript', shown.entry.sessionId, '--raw', '--tail', '1')).stdout);
+    assert.equal(raw.length, 1);
+    assert.equal(raw[0].message.content[0].text, 'hi');
+  });
+
+  test('reset rotates now and archives; pin/unpin; delete archives and removes the entry', async () => {
+    const before = jsonLines((await cli('sessions', 'show', 'agent:work:slack:channel:c1', '--json')).stdout)[0];
+    const reset = jsonLines((await cli('reset', 'agent:work:slack:channel:c1', '--reason', 'new sprint', '--json')).stdout)[0];
+    assert.equal(reset.previousSessionId, before.entry.sessionId);
+    assert.notEqual(reset.sessionId, before.entry.sessionId);
+    assert.ok(fs.existsSync(reset.archivedTo));
+    assert.match(path.basename(reset.archivedTo), new RegExp(`^${before.entry.sessionId}\\.jsonl\\.reset\\.\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}\\.\\d{3}Z$`));
+
+    await cli('sessions', 'pin', 'agent:main:direct:1');
+    let row = jsonLines((await cli('sessions', '--json')).stdout)[0].sessions.find((s: { key: string }) => s.key === 'agent:main:direct:1');
+    assert.equal(row.pinned, true);
+    await cli('sessions', 'unpin', 'agent:main:direct:1');
+    row = jsonLines((await cli('sessions', '--json')).stdout)[0].sessions.find((s: { key: string }) => s.key === 'agent:main:direct:1');
+    assert.equal(row.pinned, false);
+
+    const deleted = jsonLines((await cli('sessions', 'delete', 'agent:main:direct:1', '--json')).stdout)[0];
+    assert.ok(fs.existsSync(deleted.archivedTo));
+    assert.match(deleted.archivedTo, /\.deleted\./);
+    assert.equal((await cli('sessions', 'show', 'agent:main:direct:1')).code, 66);
+  });
+
+  test('route explain carries the session section', async () => {
+    const r = await cli('route', 'explain', '--channel', 'telegram', '--peer', 'direct:2', '--json', '--now', '2026-11-30T12:00:00Z');
+    const explained = jsonLines(r.stdout)[0];
+    assert.equal(explained.session.exists, true);
+    assert.equal(explained.session.fresh, false);
+    assert.equal(explained.session.staleReason, 'idle');
+    assert.deepEqual(explained.queue.sources, { mode: 'default', debounceMs: 'default', cap: 'default', dropPolicy: 'default' });
+    assert.equal(explained.send.decision, 'allow');
+    const none = jsonLines((await cli('route', 'explain', '--channel', 'telegram', '--peer', 'direct:77', '--json')).stdout)[0];
+    assert.equal(none.session.exists, false);
+  });
+});
+
+describe('locks command', () => {
+  test('lists nothing on an idle store and refuses to release a lock that is not there', async () => {
+    const state = tempDir();
+    const list = await runCli(['locks', '--json', '--state-dir', state]);
+    assert.equal(list.code, 0);
+    assert.deepEqual(jsonLines(list.stdout)[0], { locks: [] });
+    const release = await runCli(['locks', 'release', path.join(state, 'nothing.jsonl'), '--json', '--state-dir', state]);
+    assert.equal(release.code, 66);
+  });
+});
+
+test('locks shows a live holder; release refuses it (75) unless --force', async () => {
+  const state = tempDir();
+  const r = await runCli(['send', 'hi', '--channel', 'x', '--state-dir', state, '--json']);
+  const { sessionId } = jsonLines(r.stdout)[0];
+  const transcript = path.join(state, 'agents', 'main', 'sessions', `${sessionId}.jsonl`);
+  const holder = spawn(process.execPath, [fileURLToPath(new URL('../fixtures/lock-holder-child.js', import.meta.url)), JSON.stringify({ target: transcript, behaviour: 'hold', sessionKey: 'agent:main:main', runId: 'run-7' })], { stdio: ['pipe', 'pipe', 'inherit'] });
+  try {
+    await new Promise<void>((resolve) => holder.stdout.on('data', (d: Buffer) => d.toString().includes('held') && resolve()));
+    const listed = jsonLines((await runCli(['locks', '--json', '--state-dir', state])).stdout)[0].locks;
+    assert.equal(listed.length, 1);
+    assert.equal(listed[0].owner.pid, holder.pid);
+    assert.equal(listed[0].owner.runId, 'run-7');
+    const refused = await runCli(['locks', 'release', 'agent:main:main', '--json', '--state-dir', state]);
+    assert.equal(refused.code, 75);
+    assert.equal(JSON.parse(refused.stderr.trim()).error.code, 'SESSION_BUSY');
+    const forced = await runCli(['locks', 'release', 'agent:main:main', '--force', '--json', '--state-dir', state]);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.equal(jsonLines(forced.stdout)[0].forced, true);
+    assert.deepEqual(jsonLines((await runCli(['locks', '--json', '--state-dir', state])).stdout)[0].locks, []);
+  } finally {
+    holder.kill('SIGKILL');
+  }
+});
