@@ -16,6 +16,14 @@ await build({
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
-  // Bundled CommonJS dependencies call require(); give the ESM bundle one.
-  banner: { js: "import { createRequire as __switchboardRequire } from 'node:module'; const require = __switchboardRequire(import.meta.url);" },
+  // Bundled CommonJS dependencies use require() and __filename; give the ESM bundle both.
+  banner: {
+    js: [
+      "import { createRequire as __sbCreateRequire } from 'node:module';",
+      "import { fileURLToPath as __sbFileURLToPath } from 'node:url';",
+      'const require = __sbCreateRequire(import.meta.url);',
+      'const __filename = __sbFileURLToPath(import.meta.url);',
+      "const __dirname = __filename.slice(0, __filename.lastIndexOf('/'));",
+    ].join(' '),
+  },
 });
