@@ -10,7 +10,7 @@ import { BIN, fmt, median, record, tempDir, timePipe } from './lib.mjs';
 const MESSAGES = 100_000;
 const SESSIONS = 1_000;
 /** Must match MAX_BATCH_LINES in src/cli/ingest.ts: the baseline fsyncs once per session per batch. */
-const BATCH = 20_000;
+const BATCH = 50_000;
 const POOL = 32;
 
 function makeMessages() {

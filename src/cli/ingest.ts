@@ -4,14 +4,14 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { SwitchboardError, readNdjson, type NdjsonLine } from '../core/index.js';
-import { HeldLocks, exitCodeFor, ingestBatch, type EngineContext, type IngestEvent } from '../engine/index.js';
+import { exitCodeFor, ingestBatch, type EngineContext, type IngestEvent } from '../engine/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { BufferedWriter } from './output.js';
 import { addRouteFlags, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
 
 /** Lines per commit: large batches amortise fsyncs and the sessions.json rewrite (P3/P4). */
-const MAX_BATCH_LINES = 20_000;
+const MAX_BATCH_LINES = 50_000;
 /** Lines read ahead while a batch commits, before reading pauses (back-pressure). */
 const READ_AHEAD_LINES = 2 * MAX_BATCH_LINES;
 
@@ -76,25 +76,17 @@ export async function ingestStream(engine: EngineContext, input: AsyncIterable<B
     },
   );
 
-  const locks = new HeldLocks();
-  try {
-    for (;;) {
-      if (pending.length === 0) {
-        // Input paused (or ended): hand every session lock back before waiting.
-        await locks.releaseIdle(true);
-        if (readDone) break;
-        await new Promise<void>((resolve) => (wakeProcessor = resolve));
-        wakeProcessor = undefined;
-        continue;
-      }
-      const batch = pending.splice(0, MAX_BATCH_LINES);
-      wakeReader?.();
-      wakeReader = undefined;
-      await onEvents(await ingestBatch(engine, batch, locks));
-      await locks.releaseIdle(false);
+  for (;;) {
+    if (pending.length === 0) {
+      if (readDone) break;
+      await new Promise<void>((resolve) => (wakeProcessor = resolve));
+      wakeProcessor = undefined;
+      continue;
     }
-  } finally {
-    await locks.releaseIdle(true);
+    const batch = pending.splice(0, MAX_BATCH_LINES);
+    wakeReader?.();
+    wakeReader = undefined;
+    await onEvents(await ingestBatch(engine, batch));
   }
   await reading;
   if (readError !== undefined) {

@@ -3,7 +3,6 @@
 
 export { type EngineContext, storeFor, knownAgentIds, transcriptPathIn, sessionLockOptions } from './context.js';
 export { parseInboundMessage, parseMessageLine, type InboundMessage, type MessageKind } from './message.js';
-export { HeldLocks, HOLD_BUDGET_MS } from './held-locks.js';
 export { ingestBatch, exitCodeFor, type IngestEvent, type ResultEvent, type ErrorEvent, type Disposition } from './ingest.js';
 export {
   selectStores,

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { EXIT_CODES, SwitchboardError, describeLineError, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
-import { planSessionMessage, type PlanMessage, type PlannedEntry, type SessionPlan } from '../policy/index.js';
+import { forgetMessageId, planSessionMessage, type PlanMessage, type PlannedEntry, type RecentMessageIds, type SessionPlan } from '../policy/index.js';
 import { cronSessionKey, normalizeExplicitSessionKey, parseSessionKey, resolveRoute } from '../routing/index.js';
 import {
   appendEntries,
@@ -14,12 +14,12 @@ import {
   resolveThreadTranscriptPath,
   resolveTranscriptPath,
   updateSessionStore,
+  withLock,
   type NewTranscriptEntry,
   type SessionEntry,
   type StoreLocation,
 } from '../store/index.js';
 import { sessionLockOptions, storeFor, transcriptPathIn, type EngineContext } from './context.js';
-import { HeldLocks } from './held-locks.js';
 import { parseMessageLine, type InboundMessage } from './message.js';
 
 export type Disposition = 'recorded' | 'duplicate' | 'command';
@@ -220,31 +220,25 @@ async function inPool<T>(items: T[], limit: number, task: (item: T) => Promise<v
  * existing one, another process rotated this session in between: the records belong to the old
  * instance (they were admitted to it), so that stray file is archived like the rest of it.
  */
-async function appendWork(ctx: EngineContext, locks: HeldLocks, work: SessionWork): Promise<void> {
+async function appendWork(ctx: EngineContext, work: SessionWork): Promise<void> {
   if (work.entries.length === 0) return;
-  const handle = await locks.acquire(work.file, sessionLockOptions(ctx, { sessionKey: work.sessionKey }));
-  const result = await appendEntries(work.file, work.entries, {
-    session: { sessionId: work.sessionId, sessionKey: work.sessionKey, agentId: work.agentId },
-    clock: ctx.clock,
-    handle,
-  });
-  if (result.createdFile && !work.expectNew) {
-    const store = await readSessionStore(work.location.storePath);
-    if (store[work.sessionKey]?.sessionId !== work.sessionId) {
-      await archiveFile(work.file, 'reset', ctx.clock.now());
-      await locks.release(work.file);
+  const lockOptions = sessionLockOptions(ctx, { sessionKey: work.sessionKey });
+  await withLock(work.file, lockOptions, async (handle) => {
+    const result = await appendEntries(work.file, work.entries, {
+      session: { sessionId: work.sessionId, sessionKey: work.sessionKey, agentId: work.agentId },
+      clock: ctx.clock,
+      handle,
+    });
+    if (result.createdFile && !work.expectNew) {
+      const store = await readSessionStore(work.location.storePath);
+      if (store[work.sessionKey]?.sessionId !== work.sessionId) await archiveFile(work.file, 'reset', ctx.clock.now());
     }
-  }
+  });
 }
 
 /** Archives the transcript of a rotated instance under its own write lock. */
-async function archiveRotated(ctx: EngineContext, locks: HeldLocks, rotation: { file: string; sessionKey: string }): Promise<void> {
-  await locks.acquire(rotation.file, sessionLockOptions(ctx, { sessionKey: rotation.sessionKey }));
-  try {
-    await archiveFile(rotation.file, 'reset', ctx.clock.now());
-  } finally {
-    await locks.release(rotation.file);
-  }
+async function archiveRotated(ctx: EngineContext, rotation: { file: string; sessionKey: string }): Promise<void> {
+  await withLock(rotation.file, sessionLockOptions(ctx, { sessionKey: rotation.sessionKey }), () => archiveFile(rotation.file, 'reset', ctx.clock.now()));
 }
 
 function resultOf(item: Addressed, persisted: boolean): ResultEvent {
@@ -266,21 +260,11 @@ function resultOf(item: Addressed, persisted: boolean): ResultEvent {
   };
 }
 
-/**
- * Ingests one batch of lines; returns one event per non-blank line, in line order. Session locks
- * taken on the way stay in `locks` for the next batch; without `locks` they are released here.
- */
-export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[], locks?: HeldLocks): Promise<IngestEvent[]> {
-  if (!locks) {
-    const own = new HeldLocks();
-    try {
-      return await ingestBatch(ctx, lines, own);
-    } finally {
-      await own.releaseIdle(true);
-    }
-  }
+/** Ingests one batch of lines; returns one event per non-blank line, in line order. */
+export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Promise<IngestEvent[]> {
   const events = new Map<number, IngestEvent>();
   const byStore = new Map<string, { location: StoreLocation; items: Addressed[] }>();
+  const locations = new Map<string, StoreLocation>();
   const order: number[] = [];
 
   for (const item of lines) {
@@ -298,7 +282,8 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[], locks
         events.set(item.line, resultOf(addressed, false));
         continue;
       }
-      const location = storeFor(ctx, addressed.agentId);
+      let location = locations.get(addressed.agentId);
+      if (!location) locations.set(addressed.agentId, (location = storeFor(ctx, addressed.agentId)));
       let group = byStore.get(location.storePath);
       if (!group) byStore.set(location.storePath, (group = { location, items: [] }));
       group.items.push(addressed);
@@ -316,18 +301,20 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[], locks
     }
     const { work, rotations } = collectWork(ctx, location, items);
     const failures = new Map<SessionWork, unknown>();
-    await inPool(rotations, APPEND_CONCURRENCY, async (rotation) => {
-      try {
-        await archiveRotated(ctx, locks, rotation);
-      } catch {
-        // The new instance is already current; an unarchived old file is reported by doctor.
-      }
-    });
     await inPool(work, APPEND_CONCURRENCY, async (session) => {
       try {
-        await appendWork(ctx, locks, session);
+        await appendWork(ctx, session);
       } catch (err) {
         failures.set(session, err);
+      }
+    });
+    // Archive rotated instances only after the appends: an instance this very batch created
+    // (then rotated, e.g. a cron job run twice) has its file only now.
+    await inPool(rotations, APPEND_CONCURRENCY, async (rotation) => {
+      try {
+        await archiveRotated(ctx, rotation);
+      } catch {
+        // The new instance is already current; an unarchived old file is reported by doctor.
       }
     });
     for (const session of work) {
@@ -350,8 +337,8 @@ async function forgetFailedMessageIds(location: StoreLocation, items: Addressed[
   try {
     await updateSessionStore(location.storePath, (store) => {
       for (const item of withIds) {
-        const ids = store[item.sessionKey]?.recentMessageIds as Record<string, number> | undefined;
-        if (ids) delete ids[item.message.messageId!];
+        const entry = store[item.sessionKey];
+        if (entry?.recentMessageIds) entry.recentMessageIds = forgetMessageId(entry.recentMessageIds as RecentMessageIds, item.message.messageId!);
       }
     });
   } catch {

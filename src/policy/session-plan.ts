@@ -19,9 +19,12 @@ export interface PlannedEntry {
   deliveryContext?: { channel: string; to: string; accountId?: string; threadId?: string };
   model?: string;
   modelOverride?: string;
-  recentMessageIds?: Record<string, number>;
+  recentMessageIds?: RecentMessageIds;
   [extra: string]: unknown;
 }
+
+/** `[messageId, epoch ms]` pairs of the messages recorded lately, newest last. */
+export type RecentMessageIds = [string, number][];
 
 export type PlanMessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
 
@@ -76,18 +79,27 @@ function chatTypeOf(peer: PlanMessage['peer']): PlannedEntry['chatType'] {
 }
 
 /**
- * Remembers a messageId for duplicate detection. Cheap on the hot path: a plain copy plus one id
- * while the set is small; old ids are pruned only when the cap is reached (they are harmless
- * until then, since a match also needs a timestamp inside the window).
+ * Remembers a messageId for duplicate detection, newest last. Pairs in an array (not an object
+ * keyed by id) keep the per-message copy cheap; at the cap the list is cut to the newest half
+ * inside the window, so pruning is paid once every RECENT_IDS_CAP / 2 messages.
  */
-function rememberMessageId(ids: Record<string, number> | undefined, id: string, now: number): Record<string, number> {
-  let count = 0;
-  for (const _ in ids) count++;
-  if (count < RECENT_IDS_CAP) return { ...ids, [id]: now };
-  const recent = Object.entries(ids!)
-    .filter(([, at]) => typeof at === 'number' && Math.abs(now - at) < DUPLICATE_WINDOW_MS)
-    .slice(-(RECENT_IDS_CAP - 1));
-  return { ...Object.fromEntries(recent), [id]: now };
+function rememberMessageId(ids: RecentMessageIds | undefined, id: string, now: number): RecentMessageIds {
+  const list = Array.isArray(ids) ? ids : [];
+  if (list.length < RECENT_IDS_CAP) return [...list, [id, now]];
+  const recent = list.filter(([, at]) => Math.abs(now - at) < DUPLICATE_WINDOW_MS).slice(-(RECENT_IDS_CAP >> 1));
+  return [...recent, [id, now]];
+}
+
+/** When this messageId was last recorded on the session, if it was. */
+export function messageIdSeenAt(ids: RecentMessageIds | undefined, id: string): number | undefined {
+  if (!Array.isArray(ids)) return undefined;
+  for (let i = ids.length - 1; i >= 0; i--) if (ids[i][0] === id) return ids[i][1];
+  return undefined;
+}
+
+/** Removes a messageId again (its message could not be recorded after all). */
+export function forgetMessageId(ids: RecentMessageIds | undefined, id: string): RecentMessageIds {
+  return Array.isArray(ids) ? ids.filter(([known]) => known !== id) : [];
 }
 
 /**
@@ -110,7 +122,7 @@ export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 
 export function planSessionMessage(existing: PlannedEntry | undefined, message: PlanMessage, ctx: PlanContext): SessionPlan {
   const { now } = ctx;
   if (existing && message.messageId !== undefined) {
-    const seenAt = existing.recentMessageIds?.[message.messageId];
+    const seenAt = messageIdSeenAt(existing.recentMessageIds, message.messageId);
     if (typeof seenAt === 'number' && Math.abs(now - seenAt) < DUPLICATE_WINDOW_MS) {
       return { entry: existing, created: false, duplicate: true, text: message.text, commandOnly: false };
     }

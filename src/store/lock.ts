@@ -39,6 +39,7 @@ import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import nodeFs from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, systemClock } from '../core/index.js';
 
@@ -196,6 +197,11 @@ const turnQueues = new Map<string, TurnQueue>();
 
 /** Handed to proper-lockfile's unlock() so it stops refreshing without touching the directory. */
 const KEEP_DIRECTORY_FS = { rmdir: (_dir: string, done: (err: null) => void): void => done(null) };
+/** proper-lockfile creates the lock directory with plain mkdir; ours are private like every store folder. */
+const PRIVATE_MKDIR_FS = {
+  ...nodeFs,
+  mkdir: (dir: string, done: (err: NodeJS.ErrnoException | null) => void): void => nodeFs.mkdir(dir, { mode: 0o700 }, (err) => done(err)),
+};
 
 class HeldLock {
   state: HoldState = 'held';
@@ -532,6 +538,7 @@ async function lockOnce(
     realpath: false,
     stale: settings.staleMs,
     retries: 0, // we retry ourselves: FIFO turns, takeover checks, deadline, busy details
+    fs: PRIVATE_MKDIR_FS,
     onCompromised: (err) => {
       if (held !== undefined) held.onCompromised(err);
       else compromisedEarly = { cause: err };

@@ -312,7 +312,7 @@ describe('every schema can fail', () => {
     assertInvalid('sessions', { 'agent:main:main': { ...entry, sessionFile: '../x.jsonl' } }, '["agent:main:main"].sessionFile');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, chatType: 'dm' } }, '["agent:main:main"].chatType');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, deliveryContext: { channel: 'telegram' } } }, '["agent:main:main"].deliveryContext.to');
-    assertInvalid('sessions', { 'agent:main:main': { ...entry, recentMessageIds: { m1: 'now' } } }, '["agent:main:main"].recentMessageIds.m1');
+    assertInvalid('sessions', { 'agent:main:main': { ...entry, recentMessageIds: [['m1', 'now']] } }, '["agent:main:main"].recentMessageIds[0][1]');
     assertInvalid('sessions', { main: entry }, '$');
     assertInvalid('sessions', { 'agent:Main:main': entry }, '$');
     assertInvalid('sessions', [entry], '$');
