@@ -107,12 +107,25 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
   }
   const out = new BufferedWriter(ctx.streams.stdout);
   let exitCode = 0;
+  const tally = { results: 0, errors: 0, sessions: new Set<string>(), resets: 0 };
   await ingestStream(engine, input, async (events) => {
-    for (const event of events) out.line(JSON.stringify(event));
+    for (const event of events) {
+      out.line(JSON.stringify(event));
+      if (event.type === 'error') tally.errors++;
+      else {
+        tally.results++;
+        tally.sessions.add(event.sessionKey);
+        if (event.reset) tally.resets++;
+      }
+    }
     await out.flush();
     exitCode = exitCodeFor(events, exitCode);
   });
   await out.flush();
+  // A one-line summary for a person at a terminal; scripts read the events.
+  if (ctx.streams.stderr.isTTY) {
+    ctx.note(`switchboard: ${tally.results} message(s) taken into ${tally.sessions.size} session(s)${tally.resets ? `, ${tally.resets} reset(s)` : ''}${tally.errors ? `, ${tally.errors} bad line(s)` : ''}`);
+  }
   return exitCode;
 }
 
