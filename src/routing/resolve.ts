@@ -2,7 +2,7 @@
 // explainRoute walks every binding of the channel with the same predicates to say why each lost.
 
 import type { AccountBucket, CompiledBinding, RoutingTable } from './routing-table.js';
-import { peerClassOf, peerIndexKey } from './routing-table.js';
+import { peerClassOf } from './routing-table.js';
 import { buildSessionKey } from './session-key.js';
 import type { KeyDerivation, MatchedBy, Peer, ResolvedRoute, RouteInput, TraceCandidate, TraceTier } from './types.js';
 
@@ -25,7 +25,7 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.peer',
     skipReason: (input) => (input.peer ? undefined : 'no peer'),
     scopePeer: (input) => input.peer,
-    lookup: (bucket, input) => bucket.peerExact.get(peerIndexKey(peerClassOf(input.peer!.kind), input.peer!.id)),
+    lookup: (bucket, input) => bucket.peerExact[peerClassOf(input.peer!.kind)].get(input.peer!.id),
     holds: (binding) => binding.tier === 1,
   },
   {
@@ -33,7 +33,7 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.peer.parent',
     skipReason: (input) => (input.parentPeer?.id ? undefined : 'no parentPeer'),
     scopePeer: (input) => input.parentPeer,
-    lookup: (bucket, input) => bucket.peerExact.get(peerIndexKey(peerClassOf(input.parentPeer!.kind), input.parentPeer!.id)),
+    lookup: (bucket, input) => bucket.peerExact[peerClassOf(input.parentPeer!.kind)].get(input.parentPeer!.id),
     holds: (binding) => binding.tier === 1,
   },
   {

@@ -33,7 +33,8 @@ export interface CompiledBinding {
 
 /** Bindings of one channel and one account pattern, split by the tier they compete in. */
 export interface AccountBucket {
-  peerExact: Map<string, CompiledBinding[]>;
+  /** Exact peers by class, then id: the input's id string is looked up as is (no key to build). */
+  peerExact: { direct: Map<string, CompiledBinding[]>; group: Map<string, CompiledBinding[]> };
   peerWildcard: Map<PeerClass, CompiledBinding[]>;
   guildWithRoles: Map<string, CompiledBinding[]>;
   guildOnly: Map<string, CompiledBinding[]>;
@@ -61,12 +62,8 @@ export interface RoutingTable {
 
 const DM_SCOPES: readonly DmScope[] = ['main', 'per-peer', 'per-channel-peer', 'per-account-channel-peer'];
 
-export function peerIndexKey(peerClass: PeerClass, id: string): string {
-  return `${peerClass}\u0000${id}`;
-}
-
 function newBucket(): AccountBucket {
-  return { peerExact: new Map(), peerWildcard: new Map(), guildWithRoles: new Map(), guildOnly: new Map(), team: new Map(), plain: [] };
+  return { peerExact: { direct: new Map(), group: new Map() }, peerWildcard: new Map(), guildWithRoles: new Map(), guildOnly: new Map(), team: new Map(), plain: [] };
 }
 
 function pushTo<K>(map: Map<K, CompiledBinding[]>, key: K, binding: CompiledBinding): void {
@@ -130,7 +127,7 @@ function compileBinding(raw: Binding, index: number, warnings: string[]): Compil
 function indexBinding(bucket: AccountBucket, binding: CompiledBinding): void {
   switch (binding.tier) {
     case 1:
-      pushTo(bucket.peerExact, peerIndexKey(binding.peer!.peerClass, binding.peer!.id), binding);
+      pushTo(bucket.peerExact[binding.peer!.peerClass], binding.peer!.id, binding);
       break;
     case 3:
       pushTo(bucket.peerWildcard, binding.peer!.peerClass, binding);

@@ -2,6 +2,9 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { Command } from 'commander';
+import { buildProgram } from '../../src/cli/main.js';
+import { processStreams } from '../../src/cli/output.js';
 import { jsonLines, runCli, tempDir } from '../helpers.js';
 
 describe('cli contract', () => {
@@ -48,7 +51,18 @@ describe('cli contract', () => {
   });
 
   test('every command has help with an example', async () => {
-    const commands = [[], ['route'], ['route', 'resolve'], ['route', 'explain'], ['config'], ['config', 'show'], ['config', 'validate']];
+    // Walk the real program so that a command added later cannot skip this check.
+    const program = buildProgram(processStreams(), () => undefined);
+    const commands: string[][] = [[]];
+    const walk = (command: Command, prefix: string[]) => {
+      for (const sub of command.commands) {
+        if (sub.name() === 'help') continue;
+        commands.push([...prefix, sub.name()]);
+        walk(sub, [...prefix, sub.name()]);
+      }
+    };
+    walk(program, []);
+    assert.ok(commands.length > 15, `found ${commands.length} commands`);
     for (const command of commands) {
       const r = await runCli([...command, '--help']);
       assert.equal(r.code, 0, command.join(' '));
