@@ -573,10 +573,22 @@ async function lockOnce(
 // Owner records, inspection, removal
 
 async function writeOwnerRecord(lockPath: string, owner: LockOwnerRecord): Promise<void> {
-  // temp + rename inside the directory: a reader sees no record or a whole one, never a torn one
-  const temp = path.join(lockPath, `${OWNER_FILE}.${randomBytes(4).toString('hex')}.tmp`);
-  await fsp.writeFile(temp, `${JSON.stringify(owner)}\n`, { mode: 0o600 });
-  await fsp.rename(temp, path.join(lockPath, OWNER_FILE));
+  // Written in place (exclusive create in the directory we just made): a reader that catches it
+  // half-written gets an unparseable record, which is judged exactly like no record yet (by the
+  // directory's mtime), so a temp file + rename would buy nothing but one more directory operation.
+  await fsp.writeFile(path.join(lockPath, OWNER_FILE), `${JSON.stringify(owner)}\n`, { mode: 0o600, flag: 'wx' });
+}
+
+/** Deletes a tombstone: owner record + directory (two operations), or recursively if it holds more. */
+async function removeTombstone(tomb: string): Promise<void> {
+  try {
+    await fsp.unlink(path.join(tomb, OWNER_FILE)).catch((err: unknown) => {
+      if (errnoCode(err) !== 'ENOENT') throw err;
+    });
+    await fsp.rmdir(tomb);
+  } catch {
+    await fsp.rm(tomb, { recursive: true, force: true });
+  }
 }
 
 function parseOwnerRecord(text: string): LockOwnerRecord | null {
@@ -661,7 +673,7 @@ async function removeLockIfOwned(lockPath: string, lockId: string): Promise<void
     await putBack(tomb, lockPath); // it changed hands between the read and the rename
     return;
   }
-  await fsp.rm(tomb, { recursive: true, force: true });
+  await removeTombstone(tomb);
 }
 
 /**
@@ -684,7 +696,7 @@ async function clearLock(lockPath: string, seen: LockInfo, staleMs: number | und
     await putBack(tomb, lockPath);
     return false;
   }
-  await fsp.rm(tomb, { recursive: true, force: true });
+  await removeTombstone(tomb);
   return true;
 }
 
