@@ -1,0 +1,101 @@
+// The runner protocol's wire format: classifies one stdout line as an event, plain text or a
+// malformed event, and builds the lines switchboard writes to a runner's stdin.
+
+import type { RunInit, RunMessage } from './types.js';
+
+/** Events a runner may send, as parsed from one line (`done` ends the run; it is not re-emitted). */
+export type RunnerLineEvent =
+  | { type: 'hello'; steering: boolean }
+  | { type: 'tool_call'; id: string; name: string; args: unknown }
+  | { type: 'tool_result'; id: string; output: unknown; isError?: boolean }
+  | { type: 'boundary' }
+  | { type: 'assistant'; text: string }
+  | { type: 'reply'; text: string }
+  | { type: 'done' };
+
+export type ParsedLine =
+  | { kind: 'event'; event: RunnerLineEvent }
+  | { kind: 'plain'; text: string }
+  | { kind: 'invalid'; message: string };
+
+const KNOWN_TYPES = new Set(['hello', 'tool_call', 'tool_result', 'boundary', 'assistant', 'reply', 'done']);
+
+/**
+ * A line is an event when it is a JSON object whose `type` is one of the runner → switchboard
+ * types. Anything else — not JSON, a JSON array/string/number, an object without `type` or with
+ * another `type` (so the `run` line echoed by `cat`) — is plain text. An object with a known type
+ * but wrong fields is a protocol violation. Unknown extra fields are ignored.
+ */
+export function parseRunnerLine(text: string): ParsedLine {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{')) return { kind: 'plain', text };
+  let value: unknown;
+  try {
+    value = JSON.parse(trimmed);
+  } catch {
+    return { kind: 'plain', text };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { kind: 'plain', text };
+  const record = value as Record<string, unknown>;
+  const type = record.type;
+  if (typeof type !== 'string' || !KNOWN_TYPES.has(type)) return { kind: 'plain', text };
+
+  switch (type) {
+    case 'hello':
+      if (record.steering !== undefined && typeof record.steering !== 'boolean') return bad('hello: "steering" must be true or false');
+      return event({ type: 'hello', steering: record.steering === true });
+    case 'tool_call':
+      if (!isId(record.id)) return bad('tool_call: "id" must be a non-empty string');
+      if (typeof record.name !== 'string' || record.name === '') return bad('tool_call: "name" must be a non-empty string');
+      return event({ type: 'tool_call', id: record.id, name: record.name, args: record.args === undefined ? {} : record.args });
+    case 'tool_result': {
+      if (!isId(record.id)) return bad('tool_result: "id" must be a non-empty string');
+      if (record.isError !== undefined && typeof record.isError !== 'boolean') return bad('tool_result: "isError" must be true or false');
+      const output = record.output === undefined ? null : record.output;
+      return event(
+        record.isError === undefined
+          ? { type: 'tool_result', id: record.id, output }
+          : { type: 'tool_result', id: record.id, output, isError: record.isError },
+      );
+    }
+    case 'boundary':
+      return event({ type: 'boundary' });
+    case 'assistant':
+    case 'reply':
+      if (typeof record.text !== 'string') return bad(`${type}: "text" must be a string`);
+      return event({ type, text: record.text });
+    default:
+      return event({ type: 'done' });
+  }
+}
+
+export function runLine(init: RunInit): string {
+  return `${JSON.stringify({
+    type: 'run',
+    runId: init.runId,
+    sessionKey: init.sessionKey,
+    sessionId: init.sessionId,
+    agentId: init.agentId,
+    messages: init.messages,
+  })}\n`;
+}
+
+export function steerLine(messages: readonly RunMessage[]): string {
+  return `${JSON.stringify({ type: 'steer', messages })}\n`;
+}
+
+export function abortLine(reason: string): string {
+  return `${JSON.stringify({ type: 'abort', reason })}\n`;
+}
+
+function isId(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
+}
+
+function event(value: RunnerLineEvent): ParsedLine {
+  return { kind: 'event', event: value };
+}
+
+function bad(message: string): ParsedLine {
+  return { kind: 'invalid', message };
+}
