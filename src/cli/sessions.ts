@@ -7,6 +7,7 @@ import { deleteSession, listSessions, resetSession, setPinned, showSession, type
 import { followTranscript, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
+import { registerCleanupCommand } from './maintenance.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine } from './output.js';
 
@@ -41,6 +42,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
     .command('sessions')
     .description('list, inspect and change sessions (default: list)')
     .addHelpText('after', '\nExamples:\n  $ switchboard sessions --all-agents\n  $ switchboard sessions show agent:main:direct:alice');
+  registerCleanupCommand(sessions, hooks);
 
   const list = (command: Command) =>
     addSelectionFlags(command)

@@ -1,0 +1,246 @@
+// `switchboard sessions cleanup` and `switchboard maintain`: the plan table and summaries in
+// text, OpenClaw's summary shape in JSON, and a one-line progress display on a terminal.
+
+import type { Command } from 'commander';
+import { SwitchboardError } from '../core/index.js';
+import {
+  cleanupSessions,
+  isCleanupFailure,
+  runMaintain,
+  type CleanupProgress,
+  type CleanupStoreResult,
+  type CleanupStoreSummary,
+  type MaintainReport,
+  type StoreSelection,
+} from '../engine/index.js';
+import type { CleanupPlan, PlannedSession } from '../policy/index.js';
+import type { StoreLocation } from '../store/index.js';
+import type { CliContext } from './context.js';
+import { formatAge, formatBytes, table } from './format.js';
+import type { ProgramHooks } from './main.js';
+import { writeJsonLine } from './output.js';
+
+interface CleanupFlags {
+  agent?: string;
+  allAgents?: boolean;
+  store?: string;
+  dryRun?: boolean;
+  enforce?: boolean;
+  activeKey?: string[];
+  fixMissing?: boolean;
+}
+
+/** Below this much work a progress line would only flicker. */
+const PROGRESS_MIN_TOTAL = 200;
+const PROGRESS_INTERVAL_MS = 100;
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+export function registerCleanupCommand(sessions: Command, hooks: ProgramHooks): void {
+  sessions
+    .command('cleanup')
+    .description('prune stale, missing and surplus sessions, purge old archives, rotate the store, enforce the disk budget')
+    .option('--dry-run', 'show the plan (table of sessions with their action); change nothing')
+    .option('--enforce', 'apply the plan even if session.maintenance.mode is "warn"')
+    .option('--active-key <key>', 'never remove this session (repeatable)', collect)
+    .option('--fix-missing', 'also remove entries whose transcript file is missing')
+    .option('--agent <id>', "the agent's store (default: the default agent)")
+    .option('--all-agents', 'every configured agent (a failing store is reported, the others still run)')
+    .option('--store <path>', 'a sessions.json file')
+    .addHelpText(
+      'after',
+      `
+Without --enforce (and with the default mode "warn") nothing is changed: the summary says what
+would be. Pinned, locked, running, queued and --active-key sessions are never removed; removed
+transcripts are archived as <file>.deleted.<ts>, never deleted. See switchboard-sessions(1).
+
+Example:
+  $ switchboard sessions cleanup --dry-run --all-agents
+  $ switchboard sessions cleanup --enforce --active-key agent:main:main --json`,
+    )
+    .action(hooks.action((ctx: CliContext) => runCleanup(ctx)));
+}
+
+export function registerMaintainCommand(program: Command, hooks: ProgramHooks): void {
+  program
+    .command('maintain')
+    .description('for cron: stale locks, cron session retention, session cleanup, due daily/idle resets; one summary')
+    .option('--dry-run', 'report what would be done; change nothing')
+    .addHelpText(
+      'after',
+      `
+Sessions with an active run (their write lock is held) are deferred, never reset under the run.
+The exit status is non-zero only when something failed. See switchboard-maintain(1).
+
+Example:
+  $ switchboard maintain --json
+  # crontab: every night at 04:05
+  5 4 * * * switchboard maintain --json >> ~/.switchboard/maintain.log 2>&1`,
+    )
+    .action(hooks.action((ctx: CliContext) => runMaintainCommand(ctx)));
+}
+
+function selectionOf(flags: CleanupFlags): StoreSelection {
+  const chosen = [flags.agent !== undefined, flags.allAgents === true, flags.store !== undefined].filter(Boolean).length;
+  if (chosen > 1) throw new SwitchboardError('USAGE', '--agent, --all-agents and --store exclude each other');
+  return { agent: flags.agent, allAgents: flags.allAgents, storePath: flags.store };
+}
+
+/** A single updating stderr line, only on a terminal and never with --json or --quiet. */
+function progressLine(ctx: CliContext): { onProgress?: (progress: CleanupProgress) => void; done: () => void } {
+  const stderr = ctx.streams.stderr;
+  if (stderr.isTTY !== true || ctx.json || ctx.quiet) return { done: () => undefined };
+  let shown = false;
+  let last = 0;
+  let width = 0;
+  return {
+    onProgress: (progress) => {
+      if (progress.total < PROGRESS_MIN_TOTAL) return;
+      const now = Date.now(); // display pacing only, not a decision: the real clock is right here
+      if (now - last < PROGRESS_INTERVAL_MS && progress.done < progress.total) return;
+      last = now;
+      const share = Math.min(1, progress.done / progress.total);
+      const bar = '#'.repeat(Math.round(share * 20)).padEnd(20, '.');
+      const text = `${progress.agentId}: ${progress.stage} [${bar}] ${progress.done}/${progress.total}`;
+      width = Math.max(width, text.length);
+      stderr.write(`\r${text.padEnd(width)}`);
+      shown = true;
+    },
+    done: () => {
+      if (shown) stderr.write(`\r${' '.repeat(width)}\r`);
+    },
+  };
+}
+
+async function runCleanup(ctx: CliContext): Promise<number> {
+  const flags = ctx.options as unknown as CleanupFlags;
+  const selection = selectionOf(flags);
+  const progress = progressLine(ctx);
+  const plans = new Map<string, CleanupPlan>();
+  let report;
+  try {
+    report = await cleanupSessions(await ctx.engine(), {
+      ...selection,
+      dryRun: flags.dryRun === true,
+      enforce: flags.enforce === true,
+      activeKeys: flags.activeKey ?? [],
+      fixMissing: flags.fixMissing === true,
+      onProgress: progress.onProgress,
+      onPlan: (location: StoreLocation, plan: CleanupPlan) => plans.set(location.storePath, plan),
+    });
+  } finally {
+    progress.done();
+  }
+  const several = selection.allAgents === true;
+  if (!several) {
+    // One store: its failure is the command's failure, reported the usual way.
+    const only = report.stores[0];
+    if (only !== undefined && isCleanupFailure(only)) {
+      throw new SwitchboardError(only.error.code, only.error.message, { hint: only.error.hint });
+    }
+  }
+  if (ctx.json) {
+    writeJsonLine(ctx.streams.stdout, several ? { allAgents: true, mode: report.mode, dryRun: report.dryRun, stores: report.stores } : report.stores[0]);
+    return report.exitCode;
+  }
+  const out: string[] = [];
+  for (const result of report.stores) {
+    if (isCleanupFailure(result)) {
+      out.push(`${result.agentId}: FAILED ${result.error.code}: ${result.error.message}${result.error.hint ? `\n  hint: ${result.error.hint}` : ''}`);
+      continue;
+    }
+    const plan = plans.get(result.storePath);
+    const applied = result.applied === true;
+    if (plan !== undefined && (!applied || result.actions.length > 0)) {
+      out.push(planTable(plan, applied ? new Set(result.actions.map((a) => a.key)) : null).trimEnd());
+    }
+    out.push(...summaryLines(result));
+    out.push('');
+  }
+  ctx.streams.stdout.write(`${out.join('\n').trimEnd()}\n`);
+  return report.exitCode;
+}
+
+function flagsOf(session: PlannedSession): string {
+  const flags: string[] = [...session.protectedBy];
+  if (!session.transcript.exists) flags.push('missing');
+  return flags.join(',') || '-';
+}
+
+/** Every session with its action (dry run / warn), or only what was done (applied). */
+function planTable(plan: CleanupPlan, onlyKeys: Set<string> | null): string {
+  const rows = plan.sessions
+    .filter((s) => onlyKeys === null || onlyKeys.has(s.key))
+    .sort((a, b) => (b.updatedAt ?? -Infinity) - (a.updatedAt ?? -Infinity) || (a.key < b.key ? -1 : 1))
+    .map((s) => [s.action, s.key, formatAge(s.ageMs), s.model ?? '-', flagsOf(s)]);
+  if (rows.length === 0) return 'no sessions\n';
+  return table(['Action', 'Key', 'Age', 'Model', 'Flags'], rows);
+}
+
+function summaryLines(s: CleanupStoreSummary): string[] {
+  const verb = s.applied === true ? '' : 'would be ';
+  const lines = [
+    `${s.agentId}: ${s.beforeCount} → ${s.afterCount} sessions (mode ${s.mode}${s.dryRun ? ', dry run' : ''}) — ${s.storePath}`,
+    `  ${verb}pruned ${s.pruned} stale, ${s.missing} missing, capped ${s.capped}${s.diskBudget ? `, evicted ${s.diskBudget.removedEntries}` : ''}; ` +
+      `${s.archived} transcript(s) ${verb}archived; ${s.purgedArchives} old archive(s) ${verb}purged` +
+      `${s.rotatedTo !== null ? `; store ${verb}rotated to ${s.rotatedTo}` : ''}`,
+    `  ${s.protected} protected (pinned/locked/running/queued/active), ${s.missingTranscripts} without a transcript${s.missingTranscripts > 0 && s.missing === 0 ? ' (use --fix-missing to remove them)' : ''}`,
+  ];
+  if (s.diskBudget !== null) {
+    const b = s.diskBudget;
+    lines.push(
+      `  disk budget: ${formatBytes(b.totalBytesBefore)} removable of max ${formatBytes(b.maxBytes)} (high water ${formatBytes(b.highWaterBytes)})` +
+        `${b.overBudget ? ` — over budget, ${verb}freeing ${formatBytes(b.freedBytes)} in ${b.removedFiles} file(s) → ${formatBytes(b.totalBytesAfter)}` : ''}` +
+        `; ${formatBytes(b.protectedBytes)} protected`,
+    );
+  }
+  if (s.skipped.length > 0) lines.push(`  skipped ${s.skipped.length} (changed or busy meanwhile): ${s.skipped.slice(0, 5).map((k) => `${k.key} (${k.reason})`).join(', ')}${s.skipped.length > 5 ? ', …' : ''}`);
+  if (s.applied !== true && !s.dryRun && s.wouldMutate) {
+    lines.push('  nothing was changed: mode is "warn" (run with --enforce, or set session.maintenance.mode to "enforce")');
+  }
+  if (!s.wouldMutate) lines.push('  nothing to do');
+  return lines;
+}
+
+async function runMaintainCommand(ctx: CliContext): Promise<number> {
+  const flags = ctx.options as { dryRun?: boolean };
+  const progress = progressLine(ctx);
+  let result;
+  try {
+    result = await runMaintain(await ctx.engine(), { dryRun: flags.dryRun === true, onProgress: progress.onProgress });
+  } finally {
+    progress.done();
+  }
+  if (ctx.json) writeJsonLine(ctx.streams.stdout, result.report);
+  else ctx.streams.stdout.write(maintainText(result.report));
+  return result.exitCode;
+}
+
+function maintainText(r: MaintainReport): string {
+  const verb = r.dryRun ? 'would be ' : '';
+  const lines = [`switchboard maintain${r.dryRun ? ' (dry run)' : ''} at ${r.now}`];
+  const reasons = r.locks.released.map((l) => l.reason);
+  lines.push(`  locks: ${r.locks.released.length} ${verb}released${reasons.length > 0 ? ` (${[...new Set(reasons)].join(', ')})` : ''}, ${r.locks.kept} live kept`);
+  lines.push(
+    r.cronRetention.retentionMs === null
+      ? '  cron retention: off'
+      : `  cron retention (${formatAge(r.cronRetention.retentionMs)}): ${r.cronRetention.removed.length} session(s) ${verb}removed${r.cronRetention.skipped.length > 0 ? `, ${r.cronRetention.skipped.length} skipped` : ''}`,
+  );
+  for (const store of r.cleanup.stores as CleanupStoreResult[]) {
+    if (isCleanupFailure(store)) lines.push(`  cleanup ${store.agentId}: FAILED ${store.error.code}: ${store.error.message}`);
+    else {
+      const removed = store.pruned + store.missing + store.capped + (store.diskBudget?.removedEntries ?? 0);
+      const did = store.applied === true ? '' : store.dryRun ? 'would be ' : 'would be (in enforce mode) ';
+      lines.push(`  cleanup ${store.agentId} (${store.mode}): ${store.beforeCount} → ${store.afterCount} sessions, ${removed} ${did}removed, ${store.purgedArchives} old archive(s) ${did}purged`);
+    }
+  }
+  lines.push(`  resets: ${r.resets.reset.length} ${verb}applied, ${r.resets.deferred.length} deferred (active run)${r.resets.skipped.length > 0 ? `, ${r.resets.skipped.length} no longer due` : ''}`);
+  for (const deferred of r.resets.deferred) {
+    lines.push(`    deferred ${deferred.sessionKey} (${deferred.reason})${deferred.holder.pid !== null ? `: held by pid ${deferred.holder.pid}${deferred.holder.runId ? `, run ${deferred.holder.runId}` : ''}` : ''}`);
+  }
+  for (const error of r.errors) lines.push(`  FAILED ${error.stage}${error.agentId ? ` ${error.agentId}` : ''}: ${error.code}: ${error.message}`);
+  if (r.ok) lines.push('  ok');
+  return `${lines.join('\n')}\n`;
+}

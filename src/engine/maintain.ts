@@ -1,0 +1,414 @@
+// `switchboard maintain`, the cron job: stale-lock removal, cron session retention, session
+// cleanup and due daily/idle resets with no message arriving — one summary, failures collected.
+
+import { randomUUID } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { SwitchboardError, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import {
+  dueResetOf,
+  planCronRetention,
+  planDueResets,
+  resolveCronRetentionMs,
+  rotateEntry,
+  snapshotWithoutEntries,
+  type MaintenanceMode,
+  type MaintenanceSnapshot,
+  type PlannedEntry,
+  type ResetCandidate,
+  type StaleReason,
+} from '../policy/index.js';
+import {
+  appendToTranscript,
+  archiveFile,
+  listLocks,
+  lockPathFor,
+  readSessionStore,
+  releaseLock,
+  resolveThreadTranscriptPath,
+  resolveTranscriptPath,
+  updateSessionStore,
+  withLock,
+  type LockInfo,
+  type SessionEntry,
+  type StoreLocation,
+} from '../store/index.js';
+import { knownAgentIds, sessionLockOptions, storeFor, type EngineContext } from './context.js';
+import {
+  buildMaintenanceSnapshot,
+  cleanupSettingsFor,
+  cleanupStore,
+  inPool,
+  removeEntries,
+  transcriptNameOf,
+  type BusyKeysProvider,
+  type CleanupProgress,
+  type CleanupStoreResult,
+} from './maintenance.js';
+
+const RESET_CONCURRENCY = 8;
+
+export type MaintainStage = 'locks' | 'cron-retention' | 'cleanup' | 'resets';
+
+export interface MaintainOptions {
+  dryRun?: boolean;
+  /** Keys with running or queued work (from the durable queue, once it exists). */
+  busyKeys?: BusyKeysProvider;
+  onProgress?: (progress: CleanupProgress) => void;
+}
+
+export interface ReleasedLock {
+  lockPath: string;
+  targetPath: string;
+  reason: 'stale' | 'over-held' | 'holder-dead';
+  pid: number | null;
+  sessionKey: string | null;
+}
+
+export interface ResetDone {
+  agentId: string;
+  sessionKey: string;
+  reason: StaleReason;
+  previousSessionId: string;
+  /** The new instance; null in a dry run. */
+  sessionId: string | null;
+  archivedTo: string | null;
+}
+
+export interface ResetDeferred {
+  agentId: string;
+  sessionKey: string;
+  sessionId: string;
+  reason: StaleReason;
+  /** Why it waits: an active run holds the session's write lock. */
+  deferredBecause: 'locked';
+  holder: { pid: number | null; runId: string | null; ageMs: number | null };
+}
+
+export interface CronRemoval {
+  agentId: string;
+  sessionKey: string;
+  sessionId: string;
+  archivedTo: string | null;
+}
+
+export interface MaintainError {
+  stage: MaintainStage;
+  agentId: string | null;
+  code: ErrorCode;
+  message: string;
+}
+
+export interface MaintainReport {
+  dryRun: boolean;
+  now: string;
+  locks: { released: ReleasedLock[]; kept: number };
+  cronRetention: { retentionMs: number | null; removed: CronRemoval[]; skipped: { agentId: string; sessionKey: string; reason: string }[] };
+  cleanup: { allAgents: true; mode: MaintenanceMode; dryRun: boolean; stores: CleanupStoreResult[] };
+  resets: {
+    /** Sessions whose reset was due. */
+    due: number;
+    reset: ResetDone[];
+    deferred: ResetDeferred[];
+    /** Due when planned but not any more when applied (a message arrived, the entry went). */
+    skipped: { agentId: string; sessionKey: string; reason: string }[];
+  };
+  errors: MaintainError[];
+  ok: boolean;
+}
+
+export interface MaintainResult {
+  report: MaintainReport;
+  /** 0, or the exit code of the first failure. */
+  exitCode: number;
+}
+
+function errorOf(stage: MaintainStage, agentId: string | null, err: unknown): MaintainError {
+  const error = toSwitchboardError(err);
+  return { stage, agentId, code: error.code, message: error.message };
+}
+
+function isInside(dir: string, file: string): boolean {
+  const relative = path.relative(dir, file);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/** Every store of every configured agent, once each. */
+function allStores(ctx: EngineContext): StoreLocation[] {
+  const seen = new Set<string>();
+  return knownAgentIds(ctx)
+    .map((id) => storeFor(ctx, id))
+    .filter((location) => (seen.has(location.storePath) ? false : (seen.add(location.storePath), true)));
+}
+
+function releasableReason(info: LockInfo): ReleasedLock['reason'] | null {
+  if (info.heldByThisProcess) return null;
+  if (info.holderAlive === false) return 'holder-dead';
+  if (info.overHeld) return 'over-held';
+  if (info.stale) return 'stale';
+  return null;
+}
+
+/**
+ * Runs the maintenance job. Order (each stage sees what the one before left):
+ * 1. stale locks — only stale, over-held or dead-holder locks; a live, in-time lock is never touched;
+ * 2. cron retention — cron-family entries idle longer than cron.sessionRetention;
+ * 3. cleanup — `sessions cleanup` of every agent's store with the configured mode;
+ * 4. due resets — daily/idle expiry without a message; a session whose write lock is held
+ *    (an active run) is deferred to the next run, never rotated under the run.
+ * Cleanup runs before resets so that a session about to be pruned is not first given a new,
+ * empty instance (a reset sets updatedAt, which would keep it for another pruneAfter).
+ */
+export async function runMaintain(ctx: EngineContext, options: MaintainOptions = {}): Promise<MaintainResult> {
+  const dryRun = options.dryRun === true;
+  const now = ctx.clock.now();
+  const stores = allStores(ctx);
+  const errors: MaintainError[] = [];
+  const staleMs = ctx.config.session?.writeLock?.staleMs;
+
+  // 1. stale locks
+  const locks: MaintainReport['locks'] = { released: [], kept: 0 };
+  const releasedPaths = new Set<string>();
+  try {
+    const roots = [ctx.stateDir, ...stores.map((s) => s.sessionsDir).filter((dir) => !isInside(ctx.stateDir, dir))];
+    const found = new Map<string, LockInfo>();
+    for (const root of roots) for (const info of await listLocks(root, { staleMs })) found.set(info.lockPath, info);
+    for (const info of found.values()) {
+      const reason = releasableReason(info);
+      if (reason === null) {
+        locks.kept += 1;
+        continue;
+      }
+      const record: ReleasedLock = { lockPath: info.lockPath, targetPath: info.targetPath, reason, pid: info.owner?.pid ?? null, sessionKey: info.owner?.sessionKey ?? null };
+      if (dryRun) {
+        locks.released.push(record);
+        releasedPaths.add(info.lockPath);
+        continue;
+      }
+      try {
+        await releaseLock(info.lockPath, { staleMs });
+        locks.released.push(record);
+        releasedPaths.add(info.lockPath);
+      } catch (err) {
+        // Busy: it came back to life or changed hands meanwhile — that is a live lock, not a failure.
+        if (err instanceof SwitchboardError && (err.code === 'SESSION_BUSY' || err.code === 'NOT_FOUND')) {
+          if (err.code === 'SESSION_BUSY') locks.kept += 1;
+          continue;
+        }
+        errors.push(errorOf('locks', null, err));
+      }
+    }
+  } catch (err) {
+    errors.push(errorOf('locks', null, err));
+  }
+
+  // In a dry run, a lock that would be released does not protect its session.
+  const withoutReleasedLocks = (snapshot: MaintenanceSnapshot, location: StoreLocation): MaintenanceSnapshot => {
+    if (releasedPaths.size === 0) return snapshot;
+    const lockOfKey = new Map(snapshot.entries.map((e) => [e.key, e.transcript.name === null ? null : lockPathFor(path.join(location.sessionsDir, e.transcript.name))]));
+    return { ...snapshot, protectedKeys: snapshot.protectedKeys.filter((p) => p.reason !== 'locked' || !releasedPaths.has(lockOfKey.get(p.key) ?? '')) };
+  };
+
+  // 2. cron retention
+  let retentionMs: number | null = null;
+  try {
+    retentionMs = resolveCronRetentionMs(ctx.config.cron);
+  } catch (err) {
+    // A bad cron.sessionRetention: this stage is skipped, the others still run.
+    errors.push(errorOf('cron-retention', null, err));
+  }
+  const cronRetention: MaintainReport['cronRetention'] = { retentionMs, removed: [], skipped: [] };
+  const cronRemovedKeys = new Map<string, string[]>();
+  if (retentionMs !== null) {
+    for (const location of stores) {
+      try {
+        const built = await buildMaintenanceSnapshot(location, { busyKeys: options.busyKeys });
+        const snapshot = dryRun ? withoutReleasedLocks(built.snapshot, location) : built.snapshot;
+        const keys = planCronRetention(snapshot, retentionMs, now);
+        if (dryRun) {
+          const byKey = new Map(snapshot.entries.map((e) => [e.key, e]));
+          for (const key of keys) {
+            const entry = byKey.get(key)!;
+            cronRetention.removed.push({ agentId: location.agentId, sessionKey: key, sessionId: entry.sessionId, archivedTo: null });
+          }
+          cronRemovedKeys.set(location.storePath, keys);
+          continue;
+        }
+        const names = new Map(snapshot.entries.map((e) => [e.key, e.transcript.name]));
+        const outcome = await removeEntries(
+          ctx,
+          location,
+          keys.map((key) => ({ key, identity: built.identities.get(key)!, transcriptName: names.get(key) ?? null })),
+        );
+        for (const removed of outcome.removed) cronRetention.removed.push({ agentId: location.agentId, sessionKey: removed.key, sessionId: removed.sessionId, archivedTo: removed.archivedTo });
+        for (const skipped of outcome.skipped) cronRetention.skipped.push({ agentId: location.agentId, sessionKey: skipped.key, reason: skipped.reason });
+      } catch (err) {
+        errors.push(errorOf('cron-retention', location.agentId, err));
+      }
+    }
+  }
+
+  // 3. cleanup
+  const cleanupRemoved = new Map<string, Set<string>>();
+  let mode: MaintenanceMode = 'warn';
+  const cleanupStores: CleanupStoreResult[] = [];
+  try {
+    const settings = cleanupSettingsFor(ctx);
+    mode = settings.mode;
+    for (const location of stores) {
+      try {
+        const summary = await cleanupStore(ctx, location, settings, {
+          dryRun,
+          busyKeys: options.busyKeys,
+          onProgress: options.onProgress,
+          adjustSnapshot: (snapshot, at) => snapshotWithoutEntries(withoutReleasedLocks(snapshot, at), cronRemovedKeys.get(at.storePath) ?? [], now),
+        });
+        cleanupStores.push(summary);
+        // What cleanup removes (or, in a dry run of enforce mode, would remove) needs no reset.
+        if (settings.mode === 'enforce') cleanupRemoved.set(location.storePath, new Set(summary.actions.map((a) => a.key)));
+      } catch (err) {
+        const error = toSwitchboardError(err);
+        cleanupStores.push({ agentId: location.agentId, storePath: location.storePath, error: error.toJSON() });
+        errors.push(errorOf('cleanup', location.agentId, err));
+      }
+    }
+  } catch (err) {
+    // Bad session.maintenance settings: nothing to clean with, the other stages still ran.
+    errors.push(errorOf('cleanup', null, err));
+  }
+
+  // 4. due resets
+  const resets: MaintainReport['resets'] = { due: 0, reset: [], deferred: [], skipped: [] };
+  for (const location of stores) {
+    try {
+      const store = await readSessionStore(location.storePath);
+      const gone = new Set([...(cronRemovedKeys.get(location.storePath) ?? []), ...(dryRun ? (cleanupRemoved.get(location.storePath) ?? []) : [])]);
+      const candidates: ResetCandidate[] = Object.entries(store)
+        .filter(([key]) => !gone.has(key))
+        .map(([key, entry]) => candidateOf(key, entry));
+      const due = planDueResets(candidates, ctx.config.session, now);
+      resets.due += due.length;
+      await inPool(due, RESET_CONCURRENCY, async (item) => {
+        const entry = store[item.key]!;
+        const name = transcriptNameOf(location, entry);
+        const file = name === null ? null : path.join(location.sessionsDir, name);
+        try {
+          if (dryRun) {
+            const lockPath = file === null ? null : lockPathFor(file);
+            if (lockPath !== null && !releasedPaths.has(lockPath) && (await exists(lockPath))) {
+              resets.deferred.push({ agentId: location.agentId, sessionKey: item.key, sessionId: item.sessionId, reason: item.staleReason, deferredBecause: 'locked', holder: { pid: null, runId: null, ageMs: null } });
+            } else {
+              resets.reset.push({ agentId: location.agentId, sessionKey: item.key, reason: item.staleReason, previousSessionId: item.sessionId, sessionId: null, archivedTo: null });
+            }
+            return;
+          }
+          const outcome = await rotateDue(ctx, location, item.key, item.sessionId, file);
+          if (outcome.kind === 'reset') resets.reset.push(outcome.done);
+          else if (outcome.kind === 'deferred') resets.deferred.push({ agentId: location.agentId, sessionKey: item.key, sessionId: item.sessionId, reason: item.staleReason, deferredBecause: 'locked', holder: outcome.holder });
+          else resets.skipped.push({ agentId: location.agentId, sessionKey: item.key, reason: outcome.reason });
+        } catch (err) {
+          errors.push(errorOf('resets', location.agentId, err));
+        }
+      });
+    } catch (err) {
+      errors.push(errorOf('resets', location.agentId, err));
+    }
+  }
+
+  const report: MaintainReport = {
+    dryRun,
+    now: new Date(now).toISOString(),
+    locks,
+    cronRetention,
+    cleanup: { allAgents: true, mode, dryRun, stores: cleanupStores },
+    resets,
+    errors,
+    ok: errors.length === 0,
+  };
+  const first = errors[0];
+  const exitCode = first === undefined ? 0 : new SwitchboardError(first.code, first.message).exitCode;
+  return { report, exitCode };
+}
+
+function candidateOf(key: string, entry: SessionEntry): ResetCandidate {
+  return {
+    key,
+    sessionId: String(entry.sessionId),
+    sessionStartedAt: entry.sessionStartedAt,
+    lastInteractionAt: entry.lastInteractionAt,
+    channel: entry.channel,
+    origin: (entry.origin ?? null) as ResetCandidate['origin'],
+  };
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fsp.stat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function transcriptName(location: StoreLocation, sessionId: string, threadId?: string): string {
+  return path.basename(threadId ? resolveThreadTranscriptPath(location.sessionsDir, sessionId, threadId) : resolveTranscriptPath(location.sessionsDir, sessionId));
+}
+
+type RotateOutcome =
+  | { kind: 'reset'; done: ResetDone }
+  | { kind: 'deferred'; holder: ResetDeferred['holder'] }
+  | { kind: 'skipped'; reason: string };
+
+/**
+ * The rotation of `sessions reset`, without waiting: the old transcript's write lock is tried
+ * once — held by a live run means deferred — then, inside the store mutator, the entry must still
+ * be the planned instance and still be stale; then archive `.reset.<ts>` and a reset_notice.
+ */
+async function rotateDue(ctx: EngineContext, location: StoreLocation, key: string, sessionId: string, file: string | null): Promise<RotateOutcome> {
+  const lockOptions = sessionLockOptions(ctx, { sessionKey: key, runId: 'maintenance' });
+  const rotate = async (): Promise<RotateOutcome> => {
+    const now = ctx.clock.now();
+    type Rotation = { skip: string } | { entry: SessionEntry; reason: StaleReason };
+    const result = await updateSessionStore(location.storePath, (store): Rotation => {
+      const current = Object.hasOwn(store, key) ? store[key] : undefined;
+      if (current === undefined) return { skip: 'gone' };
+      if (current.sessionId !== sessionId) return { skip: 'changed' };
+      const reason = dueResetOf(candidateOf(key, current), ctx.config.session, now);
+      if (reason === null) return { skip: 'fresh' };
+      const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;
+      const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptName(location, id, thread) }, threadId) as SessionEntry;
+      store[key] = next;
+      return { entry: next, reason };
+    });
+    if ('skip' in result) return { kind: 'skipped', reason: result.skip };
+    const archivedTo = file === null ? null : await archiveFile(file, 'reset', now);
+    const newName = transcriptNameOf(location, result.entry);
+    if (newName !== null) {
+      await appendToTranscript(
+        path.join(location.sessionsDir, newName),
+        { type: 'reset_notice', reason: result.reason, previousSessionId: sessionId, note: 'applied by switchboard maintain' },
+        { session: { sessionId: result.entry.sessionId, sessionKey: key, agentId: location.agentId }, clock: ctx.clock, lockOptions },
+      );
+    }
+    return {
+      kind: 'reset',
+      done: { agentId: location.agentId, sessionKey: key, reason: result.reason, previousSessionId: sessionId, sessionId: result.entry.sessionId, archivedTo },
+    };
+  };
+  // An entry that names no usable transcript has nothing a run could be writing to.
+  if (file === null) return rotate();
+  let acquired = false;
+  try {
+    return await withLock(file, { ...lockOptions, acquireTimeoutMs: 0 }, () => {
+      acquired = true;
+      return rotate();
+    });
+  } catch (err) {
+    if (!acquired && err instanceof SwitchboardError && err.code === 'SESSION_BUSY') {
+      const owner = (err.details?.owner ?? null) as { pid?: number; runId?: string } | null;
+      const ageMs = typeof err.details?.ageMs === 'number' ? err.details.ageMs : null;
+      return { kind: 'deferred', holder: { pid: owner?.pid ?? null, runId: owner?.runId ?? null, ageMs } };
+    }
+    throw err;
+  }
+}

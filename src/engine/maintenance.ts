@@ -1,0 +1,766 @@
+// `sessions cleanup`: builds a stat-only snapshot of each store, asks policy/ for the plan and,
+// in enforce mode, applies it — archiving before anything leaves, re-checking every entry under its lock.
+
+import { constants as fsConstants, promises as fsp, type Dirent } from 'node:fs';
+import path from 'node:path';
+import { SwitchboardError, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import {
+  planCleanup,
+  resolveMaintenanceSettings,
+  type BudgetRemoval,
+  type CleanupPlan,
+  type EntrySnapshot,
+  type MaintenanceMode,
+  type MaintenanceSettings,
+  type MaintenanceSnapshot,
+  type PlannedSession,
+  type ProtectedKey,
+  type SessionAction,
+} from '../policy/index.js';
+import { normalizeExplicitSessionKey } from '../routing/index.js';
+import {
+  archiveFile,
+  nodeStoreFileSystem,
+  parseArchiveName,
+  readSessionStore,
+  updateSessionStore,
+  withLock,
+  type LockOptions,
+  type SessionEntry,
+  type StoreFileSystem,
+  type StoreLocation,
+} from '../store/index.js';
+import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
+import { selectStores, type StoreSelection } from './sessions.js';
+
+/** Files stat-ed at once while building a snapshot: enough to hide latency, few file handles. */
+const STAT_CONCURRENCY = 64;
+/**
+ * Entries removed per store write; each chunk holds its transcripts' locks meanwhile. Taking and
+ * releasing a lock (~10 file operations) dominates the cost, not the store rewrite.
+ */
+const REMOVE_CHUNK = 512;
+const TRANSCRIPT_SUFFIX = '.jsonl';
+const LOCK_SUFFIX = '.lock';
+
+export interface CleanupProgress {
+  agentId: string;
+  stage: 'scan' | 'remove' | 'purge' | 'budget';
+  done: number;
+  total: number;
+}
+
+/**
+ * Keys that have a run in progress or queued work. The durable queue does not exist yet; once it
+ * does, it supplies this (held transcript locks are already found by the snapshot itself).
+ */
+export type BusyKeysProvider = (location: StoreLocation) => Promise<readonly ProtectedKey[]>;
+
+export interface SessionCleanupOptions extends StoreSelection {
+  dryRun?: boolean;
+  /** `--enforce`: apply this run whatever session.maintenance.mode says. */
+  enforce?: boolean;
+  /** `--active-key`: never remove this session (the caller is using it). */
+  activeKeys?: readonly string[];
+  fixMissing?: boolean;
+  busyKeys?: BusyKeysProvider;
+  onProgress?: (progress: CleanupProgress) => void;
+  /** Called with each store's plan (the CLI's text table shows every session of it). */
+  onPlan?: (location: StoreLocation, plan: CleanupPlan) => void;
+  /** Dry runs of `maintain`: the snapshot as the earlier maintain stages would leave it. */
+  adjustSnapshot?: (snapshot: MaintenanceSnapshot, location: StoreLocation) => MaintenanceSnapshot;
+}
+
+/** One row of the per-session plan in the summary (sessions that are kept are left out). */
+export interface CleanupAction {
+  key: string;
+  sessionId: string;
+  action: Exclude<SessionAction, 'keep'>;
+  updatedAt: number | null;
+  ageMs: number | null;
+  model: string | null;
+  transcriptBytes: number;
+}
+
+export interface DiskBudgetSummary {
+  totalBytesBefore: number;
+  totalBytesAfter: number;
+  removedFiles: number;
+  removedEntries: number;
+  freedBytes: number;
+  maxBytes: number;
+  highWaterBytes: number;
+  overBudget: boolean;
+  protectedBytes: number;
+}
+
+/** OpenClaw's cleanup summary plus a few additions (after `applied`). */
+export interface CleanupStoreSummary {
+  agentId: string;
+  storePath: string;
+  mode: MaintenanceMode;
+  dryRun: boolean;
+  beforeCount: number;
+  afterCount: number;
+  missing: number;
+  pruned: number;
+  capped: number;
+  diskBudget: DiskBudgetSummary | null;
+  wouldMutate: boolean;
+  applied?: boolean;
+  /** Entries found without a transcript file (removed only with --fix-missing). */
+  missingTranscripts: number;
+  /** Entries that are pinned, locked, running, queued or active: never removed. */
+  protected: number;
+  /** Transcripts archived as `.deleted.<ts>` (planned, or done when applied). */
+  archived: number;
+  /** `.reset`/`.deleted` archives deleted for being older than resetArchiveRetention. */
+  purgedArchives: number;
+  /** The rotated copy of the store file made by this run, if any. */
+  rotatedTo: string | null;
+  /** Planned removals that apply left alone: the entry changed or became busy meanwhile. */
+  skipped: { key: string; reason: string }[];
+  actions: CleanupAction[];
+}
+
+export interface CleanupStoreFailure {
+  agentId: string;
+  storePath: string;
+  error: { code: ErrorCode; message: string; hint?: string };
+}
+
+export type CleanupStoreResult = CleanupStoreSummary | CleanupStoreFailure;
+
+export interface CleanupReport {
+  mode: MaintenanceMode;
+  dryRun: boolean;
+  /** One result per selected store, in selection order; failures do not stop the others. */
+  stores: CleanupStoreResult[];
+  /** The exit code of the first failure; 0 when every store succeeded. */
+  exitCode: number;
+}
+
+export function isCleanupFailure(result: CleanupStoreResult): result is CleanupStoreFailure {
+  return 'error' in result;
+}
+
+/** Settings for this run: config, with `--enforce` forcing enforce mode. */
+export function cleanupSettingsFor(ctx: EngineContext, enforce = false): MaintenanceSettings {
+  const settings = resolveMaintenanceSettings(ctx.config.session?.maintenance);
+  return enforce ? { ...settings, mode: 'enforce' } : settings;
+}
+
+/** Runs `sessions cleanup` over the selected stores; one failing store does not stop the others. */
+export async function cleanupSessions(ctx: EngineContext, options: SessionCleanupOptions = {}): Promise<CleanupReport> {
+  const settings = cleanupSettingsFor(ctx, options.enforce);
+  const dryRun = options.dryRun === true;
+  const stores: CleanupStoreResult[] = [];
+  let exitCode = 0;
+  const seen = new Set<string>();
+  for (const location of selectStores(ctx, options)) {
+    if (seen.has(location.storePath)) continue;
+    seen.add(location.storePath);
+    try {
+      stores.push(await cleanupStore(ctx, location, settings, { ...options, dryRun }));
+    } catch (err) {
+      const error = toSwitchboardError(err);
+      if (exitCode === 0) exitCode = error.exitCode;
+      stores.push({ agentId: location.agentId, storePath: location.storePath, error: error.toJSON() });
+    }
+  }
+  return { mode: settings.mode, dryRun, stores, exitCode };
+}
+
+/** Active keys as the store spells them: explicit-key rules (a bare `foo` → `agent:<default>:foo`). */
+export function normalizeActiveKeys(ctx: EngineContext, keys: readonly string[] | undefined): string[] {
+  return (keys ?? []).flatMap((key) => {
+    try {
+      return [normalizeExplicitSessionKey(key, ctx.table.defaultAgentId)];
+    } catch {
+      return [key.trim()];
+    }
+  });
+}
+
+/** Plans (and, in enforce mode without dry-run, applies) the cleanup of one store. */
+export async function cleanupStore(
+  ctx: EngineContext,
+  location: StoreLocation,
+  settings: MaintenanceSettings,
+  options: SessionCleanupOptions = {},
+): Promise<CleanupStoreSummary> {
+  const now = ctx.clock.now();
+  const activeKeys = normalizeActiveKeys(ctx, options.activeKeys);
+  const report = (stage: CleanupProgress['stage'], done: number, total: number) =>
+    options.onProgress?.({ agentId: location.agentId, stage, done, total });
+  const snapshot = await buildMaintenanceSnapshot(location, { busyKeys: options.busyKeys, onProgress: (done, total) => report('scan', done, total) });
+  const apply = settings.mode === 'enforce' && options.dryRun !== true;
+  // Only a dry run may look at an adjusted snapshot: apply must act on what is on disk.
+  const planned = !apply && options.adjustSnapshot !== undefined ? options.adjustSnapshot(snapshot.snapshot, location) : snapshot.snapshot;
+  const plan = planCleanup(planned, settings, now, { fixMissing: options.fixMissing, activeKeys });
+  options.onPlan?.(location, plan);
+  if (!apply) return summarize(location, settings.mode, options.dryRun === true, plan);
+  const outcome = await applyCleanupPlan(ctx, location, snapshot, plan, report);
+  return summarize(location, settings.mode, false, plan, outcome);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshot (stat only: transcript contents are never read)
+
+/** The raw entry values the apply step compares against to see that a row did not change. */
+export interface EntryIdentity {
+  sessionId: unknown;
+  updatedAt: unknown;
+}
+
+export interface BuiltSnapshot {
+  snapshot: MaintenanceSnapshot;
+  /** key → sessionId/updatedAt exactly as read. */
+  identities: Map<string, EntryIdentity>;
+}
+
+export interface SnapshotOptions {
+  busyKeys?: BusyKeysProvider;
+  onProgress?: (done: number, total: number) => void;
+}
+
+/** Runs `task` over `items` with at most `limit` in flight. */
+export async function inPool<T>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      await task(items[index]!, index);
+    }
+  });
+  await Promise.all(workers);
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+function ioError(action: string, filePath: string, err: unknown): SwitchboardError {
+  if (err instanceof SwitchboardError) return err;
+  return new SwitchboardError('IO', `cannot ${action} ${filePath}: ${errnoOf(err) ?? String(err)}`, { cause: err, details: { path: filePath } });
+}
+
+/** The transcript file name an entry refers to, or null when it names nothing usable. */
+export function transcriptNameOf(location: StoreLocation, entry: SessionEntry): string | null {
+  try {
+    const name = typeof entry.sessionFile === 'string' ? entry.sessionFile : `${String(entry.sessionId)}${TRANSCRIPT_SUFFIX}`;
+    return path.basename(transcriptPathIn(location, name));
+  } catch {
+    return null;
+  }
+}
+
+function modelOf(entry: SessionEntry): string | null {
+  const model = entry.modelOverride ?? entry.model;
+  return typeof model === 'string' ? model : null;
+}
+
+/**
+ * One readdir of the sessions folder plus a stat per transcript/archive (bounded concurrency):
+ * what exists, how big it is, which transcripts are locked and which files nobody references.
+ */
+export async function buildMaintenanceSnapshot(location: StoreLocation, options: SnapshotOptions = {}): Promise<BuiltSnapshot> {
+  const store = await readSessionStore(location.storePath);
+  const storeFileName = path.basename(location.storePath);
+  let dirents: Dirent[] = [];
+  try {
+    dirents = await fsp.readdir(location.sessionsDir, { withFileTypes: true });
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw ioError('list', location.sessionsDir, err);
+  }
+  const files = new Set<string>();
+  const locked = new Set<string>();
+  for (const dirent of dirents) {
+    if (dirent.isDirectory() && dirent.name.endsWith(LOCK_SUFFIX)) locked.add(dirent.name.slice(0, -LOCK_SUFFIX.length));
+    else if (dirent.isFile()) files.add(dirent.name);
+  }
+
+  const identities = new Map<string, EntryIdentity>();
+  const entries: EntrySnapshot[] = [];
+  const referenced = new Set<string>();
+  for (const [key, entry] of Object.entries(store)) {
+    const name = transcriptNameOf(location, entry);
+    if (name !== null) referenced.add(name);
+    identities.set(key, { sessionId: entry.sessionId, updatedAt: entry.updatedAt });
+    entries.push({
+      key,
+      sessionId: String(entry.sessionId),
+      updatedAt: typeof entry.updatedAt === 'number' && Number.isFinite(entry.updatedAt) ? entry.updatedAt : null,
+      pinned: entry.pinned === true,
+      model: modelOf(entry),
+      transcript: { name, exists: name !== null && files.has(name), bytes: 0 },
+    });
+  }
+
+  const archives: MaintenanceSnapshot['archives'][number][] = [];
+  const unreferenced: MaintenanceSnapshot['unreferenced'][number][] = [];
+  const storeBackups: MaintenanceSnapshot['storeBackups'][number][] = [];
+  const backupPattern = new RegExp(`^${storeFileName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.bak\\.(\\d+)$`);
+  const toStat: { name: string; apply: (size: number, mtimeMs: number) => void }[] = [];
+  for (const name of files) {
+    const archive = parseArchiveName(name);
+    if (archive !== null) {
+      toStat.push({ name, apply: (bytes) => archives.push({ name, reason: archive.reason, archivedAt: archive.archivedAt, bytes }) });
+      continue;
+    }
+    const backup = backupPattern.exec(name);
+    if (backup !== null) {
+      toStat.push({ name, apply: (bytes) => storeBackups.push({ name, createdAt: Number(backup[1]), bytes }) });
+      continue;
+    }
+    // A transcript nobody references and nobody holds: an orphan only the disk budget removes.
+    if (name.endsWith(TRANSCRIPT_SUFFIX) && !referenced.has(name) && !locked.has(name)) {
+      toStat.push({ name, apply: (bytes, mtimeMs) => unreferenced.push({ name, bytes, mtimeMs }) });
+    }
+  }
+  const byName = new Map<string, EntrySnapshot[]>();
+  for (const entry of entries) {
+    if (entry.transcript.exists) {
+      const list = byName.get(entry.transcript.name!) ?? [];
+      list.push(entry);
+      byName.set(entry.transcript.name!, list);
+    }
+  }
+  for (const [name, list] of byName) {
+    toStat.push({
+      name,
+      apply: (bytes) => {
+        for (const entry of list) entry.transcript.bytes = bytes;
+      },
+    });
+  }
+
+  let done = 0;
+  await inPool(toStat, STAT_CONCURRENCY, async (item) => {
+    const file = path.join(location.sessionsDir, item.name);
+    try {
+      const stats = await fsp.stat(file);
+      item.apply(stats.size, stats.mtimeMs);
+    } catch (err) {
+      // Gone between readdir and stat (archived or removed by someone else): treat as missing.
+      if (errnoOf(err) !== 'ENOENT') throw ioError('stat', file, err);
+      for (const entry of byName.get(item.name) ?? []) entry.transcript.exists = false;
+    }
+    done += 1;
+    if (done % 500 === 0) options.onProgress?.(done, toStat.length);
+  });
+
+  let storeBytes = 0;
+  try {
+    storeBytes = (await fsp.stat(location.storePath)).size;
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw ioError('stat', location.storePath, err);
+  }
+
+  const protectedKeys: ProtectedKey[] = [];
+  for (const entry of entries) {
+    if (entry.transcript.name !== null && locked.has(entry.transcript.name)) protectedKeys.push({ key: entry.key, reason: 'locked' });
+  }
+  if (options.busyKeys !== undefined) protectedKeys.push(...(await options.busyKeys(location)));
+
+  // Sorted so that the plan (and its JSON) does not depend on readdir order.
+  archives.sort((a, b) => (a.name < b.name ? -1 : 1));
+  unreferenced.sort((a, b) => (a.name < b.name ? -1 : 1));
+  storeBackups.sort((a, b) => (a.name < b.name ? -1 : 1));
+  return { snapshot: { storeFileName, storeBytes, entries, archives, unreferenced, storeBackups, protectedKeys }, identities };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Applying
+
+export interface RemovalCandidate {
+  key: string;
+  identity: EntryIdentity;
+  /** Transcript file name (null: the entry names no usable file). */
+  transcriptName: string | null;
+  /** Archive the transcript after removing the entry (false: another entry still uses the file). */
+  archive?: boolean;
+}
+
+export interface RemovalOutcome {
+  removed: { key: string; sessionId: string; archivedTo: string | null }[];
+  skipped: { key: string; reason: string }[];
+}
+
+interface HeldLocks {
+  held: Set<string>;
+  failed: Map<string, string>;
+  release(): Promise<void>;
+}
+
+/**
+ * Takes the write locks of many transcripts at once without waiting for busy ones (a live lock
+ * means a run is writing: that session is protected now). Released together by release().
+ */
+async function holdTranscriptLocks(items: { id: string; file: string; sessionKey: string }[], lockOptions: (key: string) => LockOptions): Promise<HeldLocks> {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const holdings: Promise<unknown>[] = [];
+  const outcomes = await Promise.all(
+    items.map(
+      (item) =>
+        new Promise<{ id: string; ok: boolean; reason?: string }>((resolve) => {
+          const holding = withLock(item.file, { ...lockOptions(item.sessionKey), acquireTimeoutMs: 0 }, async () => {
+            resolve({ id: item.id, ok: true });
+            await gate;
+          });
+          holdings.push(holding);
+          holding.catch((err: unknown) => {
+            const error = toSwitchboardError(err);
+            resolve({ id: item.id, ok: false, reason: error.code === 'SESSION_BUSY' ? 'busy' : `lock failed: ${error.code}` });
+          });
+        }),
+    ),
+  );
+  const held = new Set(outcomes.filter((o) => o.ok).map((o) => o.id));
+  const failed = new Map(outcomes.filter((o) => !o.ok).map((o) => [o.id, o.reason ?? 'busy']));
+  return {
+    held,
+    failed,
+    release: async () => {
+      open();
+      await Promise.allSettled(holdings);
+    },
+  };
+}
+
+/**
+ * Removes entries the way every removal must go: under the transcript's write lock, the store
+ * row is deleted only if it is still the row that was planned on (same sessionId and updatedAt)
+ * and still not pinned — checked inside the store mutator — and then the transcript is archived
+ * as `.deleted.<ts>` (never deleted). Chunks keep the number of store writes and held locks low.
+ */
+export async function removeEntries(
+  ctx: EngineContext,
+  location: StoreLocation,
+  candidates: readonly RemovalCandidate[],
+  onProgress?: (done: number, total: number) => void,
+): Promise<RemovalOutcome> {
+  const outcome: RemovalOutcome = { removed: [], skipped: [] };
+  const now = ctx.clock.now();
+  for (let start = 0; start < candidates.length; start += REMOVE_CHUNK) {
+    const chunk = candidates.slice(start, start + REMOVE_CHUNK);
+    const lockable = chunk.filter((c) => c.transcriptName !== null);
+    const locks = await holdTranscriptLocks(
+      lockable.map((c) => ({ id: c.key, file: path.join(location.sessionsDir, c.transcriptName!), sessionKey: c.key })),
+      (key) => sessionLockOptions(ctx, { sessionKey: key, runId: 'maintenance' }),
+    );
+    try {
+      for (const [key, reason] of locks.failed) outcome.skipped.push({ key, reason });
+      const ready = chunk.filter((c) => c.transcriptName === null || locks.held.has(c.key));
+      const result = await updateSessionStore(location.storePath, (store) => {
+        // Built afresh on every call: a mutator may be re-run on a fresh copy of the file.
+        const removed: { key: string; sessionId: string }[] = [];
+        const skipped: { key: string; reason: string }[] = [];
+        for (const candidate of ready) {
+          const current = Object.hasOwn(store, candidate.key) ? store[candidate.key] : undefined;
+          if (current === undefined) skipped.push({ key: candidate.key, reason: 'gone' });
+          else if (!Object.is(current.sessionId, candidate.identity.sessionId) || !Object.is(current.updatedAt, candidate.identity.updatedAt)) {
+            skipped.push({ key: candidate.key, reason: 'changed' });
+          } else if (current.pinned === true) skipped.push({ key: candidate.key, reason: 'pinned' });
+          else {
+            delete store[candidate.key];
+            removed.push({ key: candidate.key, sessionId: String(current.sessionId) });
+          }
+        }
+        return { removed, skipped };
+      });
+      outcome.skipped.push(...result.skipped);
+      const byKey = new Map(ready.map((c) => [c.key, c]));
+      const archived = new Map<string, string | null>();
+      await inPool(result.removed, 16, async ({ key }) => {
+        const candidate = byKey.get(key);
+        const name = candidate?.archive === false ? null : (candidate?.transcriptName ?? null);
+        archived.set(key, name === null ? null : await archiveFile(path.join(location.sessionsDir, name), 'deleted', now, { fs: ARCHIVE_FS }));
+      });
+      // One folder fsync makes the chunk's renames durable (instead of one per file). A crash
+      // before it can only leave a transcript under its old name: an orphan, never a loss.
+      if (archived.size > 0) await fsyncFolder(location.sessionsDir);
+      for (const { key, sessionId } of result.removed) outcome.removed.push({ key, sessionId, archivedTo: archived.get(key) ?? null });
+    } finally {
+      await locks.release();
+    }
+    onProgress?.(Math.min(candidates.length, start + chunk.length), candidates.length);
+  }
+  return outcome;
+}
+
+/** archiveFile's file system, its per-rename folder fsync left to removeEntries (once per chunk). */
+const ARCHIVE_FS: StoreFileSystem = {
+  ...nodeStoreFileSystem,
+  // archiveFile fsyncs only the folder of the renamed file, never the file itself.
+  fsyncPath: async () => undefined,
+};
+
+async function fsyncFolder(dir: string): Promise<void> {
+  try {
+    await nodeStoreFileSystem.fsyncPath(dir);
+  } catch (err) {
+    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw ioError('fsync', dir, err);
+  }
+}
+
+/** Deletes one file; a file already gone counts as done. Returns whether it was there. */
+async function unlinkIfPresent(file: string): Promise<boolean> {
+  try {
+    await fsp.unlink(file);
+    return true;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return false;
+    throw ioError('delete', file, err);
+  }
+}
+
+export interface ApplyOutcome {
+  removed: Map<string, { action: SessionAction; archivedTo: string | null }>;
+  skipped: { key: string; reason: string }[];
+  archived: number;
+  purged: number;
+  rotatedTo: string | null;
+  budget: { removedFiles: number; removedEntries: number; freedBytes: number } | null;
+}
+
+/** Applies a plan step by step, in its order. */
+export async function applyCleanupPlan(
+  ctx: EngineContext,
+  location: StoreLocation,
+  built: BuiltSnapshot,
+  plan: CleanupPlan,
+  report: (stage: CleanupProgress['stage'], done: number, total: number) => void = () => undefined,
+): Promise<ApplyOutcome> {
+  const outcome: ApplyOutcome = { removed: new Map(), skipped: [], archived: 0, purged: 0, rotatedTo: null, budget: null };
+  const sessionsByKey = new Map(plan.sessions.map((s) => [s.key, s]));
+  const candidateOf = (key: string): RemovalCandidate => ({
+    key,
+    identity: built.identities.get(key)!,
+    transcriptName: sessionsByKey.get(key)?.transcript.name ?? null,
+  });
+
+  // Steps 1–4: the removed entries (prune-stale, prune-missing, cap-overflow) leave the store and
+  // their transcripts are archived, chunk by chunk, each under its transcript lock.
+  const removals = plan.steps.flatMap((step) =>
+    step.step === 'prune-stale' || step.step === 'prune-missing' || step.step === 'cap-overflow' ? step.keys.map((key) => ({ key, action: step.step })) : [],
+  );
+  if (removals.length > 0) {
+    const actionOf = new Map(removals.map((r) => [r.key, r.action as SessionAction]));
+    const archiveStep = plan.steps.find((s) => s.step === 'archive-transcripts');
+    const toArchive = new Set(archiveStep?.step === 'archive-transcripts' ? archiveStep.files.map((f) => f.key) : []);
+    const candidates = removals.map((r) => ({ ...candidateOf(r.key), archive: toArchive.has(r.key) }));
+    const result = await removeEntries(ctx, location, candidates, (done, total) => report('remove', done, total));
+    for (const removed of result.removed) {
+      outcome.removed.set(removed.key, { action: actionOf.get(removed.key)!, archivedTo: removed.archivedTo });
+      if (removed.archivedTo !== null) outcome.archived += 1;
+    }
+    outcome.skipped.push(...result.skipped);
+  }
+
+  for (const step of plan.steps) {
+    if (step.step === 'purge-archives') {
+      let done = 0;
+      for (const file of step.files) {
+        // Belt and braces: only a file whose name still says it is an archive that old is deleted.
+        const parsed = parseArchiveName(file.name);
+        if (parsed === null || parsed.archivedAt !== file.archivedAt) continue;
+        if (await unlinkIfPresent(path.join(location.sessionsDir, file.name))) outcome.purged += 1;
+        done += 1;
+        if (done % 200 === 0) report('purge', done, step.files.length);
+      }
+    } else if (step.step === 'rotate-store') {
+      outcome.rotatedTo = await rotateStoreFile(location, step.backupName, step.dropBackups);
+    } else if (step.step === 'disk-budget') {
+      outcome.budget = await applyBudget(ctx, location, step.removals, outcome, candidateOf, (done, total) => report('budget', done, total));
+    }
+  }
+  return outcome;
+}
+
+/** Keeps a copy of the store file as `<store>.bak.<ms>` and drops the rotated copies beyond the kept ones. */
+async function rotateStoreFile(location: StoreLocation, backupName: string, dropBackups: readonly string[]): Promise<string | null> {
+  const dir = location.sessionsDir;
+  const prefix = `${path.basename(location.storePath)}.bak.`;
+  let stamp = Number(backupName.slice(prefix.length));
+  let target = path.join(dir, backupName);
+  for (let attempt = 0; attempt < 1000; attempt += 1, stamp += 1) {
+    target = path.join(dir, `${prefix}${stamp}`);
+    try {
+      // The store is only ever replaced by rename, so a hard link keeps exactly these bytes.
+      await fsp.link(location.storePath, target);
+      break;
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'EEXIST') continue;
+      if (code === 'ENOENT') return null;
+      try {
+        await fsp.copyFile(location.storePath, target, fsConstants.COPYFILE_EXCL);
+        break;
+      } catch (copyErr) {
+        if (errnoOf(copyErr) === 'EEXIST') continue;
+        throw ioError('copy', location.storePath, copyErr);
+      }
+    }
+  }
+  for (const name of dropBackups) {
+    if (name.startsWith(prefix)) await unlinkIfPresent(path.join(dir, name));
+  }
+  return target;
+}
+
+async function applyBudget(
+  ctx: EngineContext,
+  location: StoreLocation,
+  removals: readonly BudgetRemoval[],
+  outcome: ApplyOutcome,
+  candidateOf: (key: string) => RemovalCandidate,
+  report: (done: number, total: number) => void,
+): Promise<{ removedFiles: number; removedEntries: number; freedBytes: number }> {
+  const budget = { removedFiles: 0, removedEntries: 0, freedBytes: 0 };
+  const dir = location.sessionsDir;
+  const now = ctx.clock.now();
+  let done = 0;
+  const tick = () => {
+    done += 1;
+    if (done % 100 === 0) report(done, removals.length);
+  };
+  // Entries are evicted in chunks (one store write each) but in the plan's order.
+  const entryRemovals = removals.filter((r): r is Extract<BudgetRemoval, { kind: 'entry' }> => r.kind === 'entry');
+  for (const removal of removals) {
+    if (removal.kind === 'archive') {
+      if (parseArchiveName(removal.name) !== null && (await unlinkIfPresent(path.join(dir, removal.name)))) {
+        budget.removedFiles += 1;
+        budget.freedBytes += removal.bytes;
+      }
+      tick();
+    } else if (removal.kind === 'new-archive') {
+      const archivedTo = outcome.removed.get(removal.key)?.archivedTo ?? null;
+      if (archivedTo !== null && (await unlinkIfPresent(archivedTo))) {
+        budget.removedFiles += 1;
+        budget.freedBytes += removal.bytes;
+      }
+      tick();
+    } else if (removal.kind === 'unreferenced') {
+      if (await removeUnreferenced(ctx, location, removal.name, now)) {
+        budget.removedFiles += 1;
+        budget.freedBytes += removal.bytes;
+      } else outcome.skipped.push({ key: removal.name, reason: 'referenced or busy' });
+      tick();
+    }
+  }
+  if (entryRemovals.length > 0) {
+    const result = await removeEntries(ctx, location, entryRemovals.map((r) => candidateOf(r.key)));
+    outcome.skipped.push(...result.skipped);
+    const bytesOf = new Map(entryRemovals.map((r) => [r.key, r.bytes]));
+    for (const removed of result.removed) {
+      outcome.removed.set(removed.key, { action: 'evict-budget', archivedTo: removed.archivedTo });
+      budget.removedEntries += 1;
+      // The transcript was archived first; the budget asked for its bytes, so the archive goes.
+      if (removed.archivedTo !== null && (await unlinkIfPresent(removed.archivedTo))) {
+        budget.removedFiles += 1;
+        budget.freedBytes += bytesOf.get(removed.key) ?? 0;
+      }
+      tick();
+    }
+  }
+  return budget;
+}
+
+/**
+ * An orphaned transcript is removed only if, with its write lock held, the store (re-read) still
+ * does not reference it — an ingest that just created its entry wins. Archived first, then the
+ * archive is deleted (the budget asked for the bytes).
+ */
+async function removeUnreferenced(ctx: EngineContext, location: StoreLocation, name: string, now: number): Promise<boolean> {
+  const file = path.join(location.sessionsDir, path.basename(name));
+  try {
+    return await withLock(file, { ...sessionLockOptions(ctx, { runId: 'maintenance' }), acquireTimeoutMs: 0 }, async () => {
+      const store = await readSessionStore(location.storePath);
+      for (const entry of Object.values(store)) if (transcriptNameOf(location, entry) === name) return false;
+      const archivedTo = await archiveFile(file, 'deleted', now);
+      return archivedTo !== null && (await unlinkIfPresent(archivedTo));
+    });
+  } catch (err) {
+    if (err instanceof SwitchboardError && err.code === 'SESSION_BUSY') return false;
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summary
+
+function actionRow(session: PlannedSession, action: Exclude<SessionAction, 'keep'>): CleanupAction {
+  return {
+    key: session.key,
+    sessionId: session.sessionId,
+    action,
+    updatedAt: session.updatedAt,
+    ageMs: session.ageMs,
+    model: session.model,
+    transcriptBytes: session.transcript.bytes,
+  };
+}
+
+/** OpenClaw's summary shape from the plan, corrected by what apply actually did. */
+export function summarize(location: StoreLocation, mode: MaintenanceMode, dryRun: boolean, plan: CleanupPlan, applied?: ApplyOutcome): CleanupStoreSummary {
+  const purgeStep = plan.steps.find((s) => s.step === 'purge-archives');
+  const rotateStep = plan.steps.find((s) => s.step === 'rotate-store');
+  const archiveStep = plan.steps.find((s) => s.step === 'archive-transcripts');
+  let actions: CleanupAction[];
+  let counts: { pruned: number; missing: number; capped: number; evicted: number };
+  if (applied === undefined) {
+    actions = plan.sessions.filter((s) => s.action !== 'keep').map((s) => actionRow(s, s.action as Exclude<SessionAction, 'keep'>));
+    counts = { pruned: plan.pruned, missing: plan.missing, capped: plan.capped, evicted: plan.diskBudget?.removedEntries ?? 0 };
+  } else {
+    actions = plan.sessions.flatMap((s) => {
+      const done = applied.removed.get(s.key);
+      return done === undefined ? [] : [actionRow(s, done.action as Exclude<SessionAction, 'keep'>)];
+    });
+    const count = (action: SessionAction) => actions.filter((a) => a.action === action).length;
+    counts = { pruned: count('prune-stale'), missing: count('prune-missing'), capped: count('cap-overflow'), evicted: count('evict-budget') };
+  }
+  let diskBudget: DiskBudgetSummary | null = null;
+  if (plan.diskBudget !== null) {
+    const b = plan.diskBudget;
+    const done = applied === undefined ? null : (applied.budget ?? { removedFiles: 0, removedEntries: 0, freedBytes: 0 });
+    diskBudget = {
+      totalBytesBefore: b.totalBytesBefore,
+      totalBytesAfter: done === null ? b.totalBytesAfter : b.totalBytesBefore - done.freedBytes,
+      removedFiles: done === null ? b.removedFiles : done.removedFiles,
+      removedEntries: done === null ? b.removedEntries : done.removedEntries,
+      freedBytes: done === null ? b.freedBytes : done.freedBytes,
+      maxBytes: b.maxBytes,
+      highWaterBytes: b.highWaterBytes,
+      overBudget: b.overBudget,
+      protectedBytes: b.protectedBytes,
+    };
+  }
+  return {
+    agentId: location.agentId,
+    storePath: location.storePath,
+    mode,
+    dryRun,
+    beforeCount: plan.beforeCount,
+    afterCount: plan.beforeCount - counts.pruned - counts.missing - counts.capped - counts.evicted,
+    missing: counts.missing,
+    pruned: counts.pruned,
+    capped: counts.capped,
+    diskBudget,
+    wouldMutate: plan.wouldMutate,
+    ...(applied !== undefined ? { applied: true } : {}),
+    missingTranscripts: plan.missingTranscripts,
+    protected: plan.protectedCount,
+    archived: applied === undefined ? (archiveStep?.step === 'archive-transcripts' ? archiveStep.files.length : 0) : applied.archived,
+    purgedArchives: applied === undefined ? (purgeStep?.step === 'purge-archives' ? purgeStep.files.length : 0) : applied.purged,
+    rotatedTo:
+      applied === undefined
+        ? rotateStep?.step === 'rotate-store'
+          ? path.join(location.sessionsDir, rotateStep.backupName)
+          : null
+        : applied.rotatedTo,
+    skipped: applied?.skipped ?? [],
+    actions,
+  };
+}
