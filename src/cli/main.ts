@@ -10,6 +10,7 @@ import { registerConfigCommands } from './config.js';
 import { registerIngestCommands } from './ingest.js';
 import { registerLockCommands } from './locks.js';
 import { registerMaintainCommand } from './maintenance.js';
+import { registerDoctorCommand } from './doctor.js';
 import { registerSessionCommands } from './sessions.js';
 
 export const VERSION = '0.1.0';
@@ -71,6 +72,7 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
   registerSessionCommands(program, hooks);
   registerLockCommands(program, hooks);
   registerMaintainCommand(program, hooks);
+  registerDoctorCommand(program, hooks);
   registerConfigCommands(program, hooks);
   for (const command of program.commands) {
     command.exitOverride();

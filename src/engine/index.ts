@@ -59,3 +59,13 @@ export {
   type ResetDeferred,
   type CronRemoval,
 } from './maintain.js';
+export {
+  runDoctor,
+  type DoctorOptions,
+  type DoctorReport,
+  type DoctorStoreReport,
+  type DoctorProblem,
+  type DoctorProblemKind,
+  type DoctorChange,
+  type DoctorChangeAction,
+} from './doctor.js';

@@ -1,0 +1,102 @@
+// `switchboard doctor [--repair]`: a health check of config, stores, transcripts and locks, and
+// the repairs that keep every original byte. Exit 0 when healthy (or all repaired), 65 otherwise.
+
+import path from 'node:path';
+import type { Command } from 'commander';
+import { SwitchboardError } from '../core/index.js';
+import { runDoctor, type DoctorProblem, type DoctorReport, type StoreSelection } from '../engine/index.js';
+import type { CliContext } from './context.js';
+import type { ProgramHooks } from './main.js';
+import { writeJsonLine, type Painter } from './output.js';
+
+/** Exit status when problems remain (bad data / corrupt store, as in cli.md). */
+const PROBLEMS_EXIT_CODE = 65;
+
+interface DoctorFlags {
+  repair?: boolean;
+  agent?: string;
+  allAgents?: boolean;
+  store?: string;
+}
+
+export function registerDoctorCommand(program: Command, hooks: ProgramHooks): void {
+  program
+    .command('doctor')
+    .description('check config, sessions.json, transcripts and locks against store-format; --repair fixes what it can, keeping the original bytes')
+    .option('--repair', 'fix what can be fixed: torn/malformed transcripts, corrupt sessions.json, orphans, missing transcripts, stale locks, leftovers')
+    .option('--agent <id>', "only this agent's store")
+    .option('--all-agents', 'every configured agent and every agent folder in the state dir (the default)')
+    .option('--store <path>', 'only this sessions.json file')
+    .addHelpText(
+      'after',
+      `
+Exit status: 0 when healthy (or everything was repaired), 65 when problems remain.
+Repairs keep the original bytes: <transcript>.bak-<ts>, sessions.json.corrupt-<ts>.
+
+Example:
+  $ switchboard doctor --repair`,
+    )
+    .action(hooks.action((ctx: CliContext) => runDoctorCommand(ctx)));
+}
+
+function selectionOf(flags: DoctorFlags): StoreSelection {
+  const chosen = [flags.agent !== undefined, flags.allAgents === true, flags.store !== undefined].filter(Boolean).length;
+  if (chosen > 1) throw new SwitchboardError('USAGE', '--agent, --all-agents and --store exclude each other');
+  return { agent: flags.agent, allAgents: flags.allAgents, storePath: flags.store };
+}
+
+async function runDoctorCommand(ctx: CliContext): Promise<number> {
+  const flags = ctx.options as unknown as DoctorFlags;
+  const selection = selectionOf(flags);
+  const loaded = await ctx.config();
+  const report = await runDoctor(await ctx.engine(), { ...selection, repair: flags.repair === true, configPath: loaded.path });
+  if (ctx.json) writeJsonLine(ctx.streams.stdout, report);
+  else ctx.streams.stdout.write(renderReport(report, await ctx.painter()));
+  if (!report.ok && !report.repair && report.summary.repairable > 0) {
+    ctx.note(`hint: \`switchboard doctor --repair\` can fix ${report.summary.repairable} of ${report.summary.problems} problem(s), keeping the original bytes`);
+  }
+  return report.ok ? 0 : PROBLEMS_EXIT_CODE;
+}
+
+function renderProblem(problem: DoctorProblem, dir: string, paint: Painter): string[] {
+  const relative = path.relative(dir, problem.file);
+  const where = `${relative === '' || relative.startsWith('..') ? problem.file : relative}${problem.line !== undefined ? `:${problem.line}` : ''}`;
+  const mark = problem.repaired === true ? paint.green('fixed') : problem.repairable ? paint.yellow('problem') : paint.red('problem');
+  const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ');
+  const out = [`  ${mark}  ${paint.bold(problem.kind)}  ${where}`, `      ${oneLine(problem.message)}`];
+  if (problem.lines !== undefined && problem.lines.length > 1) {
+    const more = (problem.count ?? problem.lines.length) - problem.lines.length;
+    out.push(`      lines ${problem.lines.join(', ')}${more > 0 ? ` and ${more} more` : ''}`);
+  }
+  if (problem.repaired === true && problem.action) out.push(`      ${paint.green('repaired:')} ${oneLine(problem.action)}`);
+  if (problem.error) out.push(`      ${paint.red('not repaired:')} ${problem.error.code}: ${oneLine(problem.error.message)}`);
+  else if (problem.repaired === false && !problem.repairable) out.push(`      ${paint.dim('not repairable by doctor')}`);
+  return out;
+}
+
+/** Problems grouped by store, then what was repaired, then one summary line. */
+export function renderReport(report: DoctorReport, paint: Painter): string {
+  const out: string[] = [];
+  out.push(`config: ${report.config.path ?? '(none: built-in defaults)'} ${paint.green('ok')}`);
+  for (const warning of report.config.warnings) out.push(`  ${paint.yellow('warning:')} ${warning}`);
+  for (const store of report.stores) {
+    out.push('');
+    const counts = store.exists ? `${store.sessions ?? '?'} session(s), ${store.transcripts} transcript(s)` : 'nothing written yet';
+    const state = store.problems.length === 0 ? paint.green('ok') : store.problems.every((p) => p.repaired === true) ? paint.green('repaired') : paint.red(`${store.problems.filter((p) => p.repaired !== true).length} problem(s)`);
+    out.push(`agent ${paint.bold(store.agentId)}: ${store.storePath} (${counts}) ${state}`);
+    for (const problem of store.problems) out.push(...renderProblem(problem, store.sessionsDir, paint));
+    if (store.changes.length > 0) {
+      out.push(`  changes:`);
+      for (const change of store.changes) {
+        const from = change.from !== undefined ? ` (from ${path.basename(change.from)})` : '';
+        out.push(`    ${change.action.padEnd(9)} ${path.relative(store.sessionsDir, change.file) || change.file}${from}`);
+      }
+    }
+  }
+  out.push('');
+  const { problems, repaired, unrepaired } = report.summary;
+  if (problems === 0) out.push(paint.green(`healthy: ${report.summary.stores} store(s) checked, no problems`));
+  else if (report.repair) out.push(`${problems} problem(s): ${repaired} repaired, ${unrepaired} left`);
+  else out.push(`${problems} problem(s) found, ${report.summary.repairable} repairable with --repair`);
+  return `${out.join('\n')}\n`;
+}
