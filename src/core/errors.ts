@@ -59,3 +59,19 @@ export function toSwitchboardError(err: unknown): SwitchboardError {
     hint: 'this is a bug in switchboard; please report it with the stack printed by --verbose',
   });
 }
+
+/** The errno code of a file-system error (`ENOENT`, `ENOSPC`, …), if it has one. */
+export function errnoOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** A failed file-system operation as IO (exit 74); the errno is appended and kept in details. */
+export function ioError(message: string, cause: unknown, details: Record<string, unknown> = {}): SwitchboardError {
+  if (cause instanceof SwitchboardError) return cause;
+  const code = errnoOf(cause);
+  return new SwitchboardError('IO', code === undefined ? message : `${message}: ${code}`, {
+    cause,
+    details: { ...details, errno: code ?? null },
+  });
+}

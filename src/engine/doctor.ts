@@ -27,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { SwitchboardError, normalizeAgentId, systemClock, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, errnoOf, normalizeAgentId, systemClock, toSwitchboardError, type ErrorCode } from '../core/index.js';
 import { describeSchemaErrors, findUnknownKeys, schemaValidator } from '../config/index.js';
 import {
   FILE_MODE,
@@ -1334,10 +1334,6 @@ function isProcessAlive(pid: number): boolean {
   }
 }
 
-function errnoOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
 
 /** File-system errors are IO (exit 74), not bugs. */
 function asSwitchboardError(err: unknown): SwitchboardError {

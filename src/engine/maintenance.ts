@@ -3,7 +3,7 @@
 
 import { constants as fsConstants, promises as fsp, type Dirent } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, errnoOf, ioError, toSwitchboardError, type ErrorCode } from '../core/index.js';
 import {
   planCleanup,
   resolveMaintenanceSettings,
@@ -236,14 +236,6 @@ export async function inPool<T>(items: readonly T[], limit: number, task: (item:
   await Promise.all(workers);
 }
 
-function errnoOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
-}
-
-function ioError(action: string, filePath: string, err: unknown): SwitchboardError {
-  if (err instanceof SwitchboardError) return err;
-  return new SwitchboardError('IO', `cannot ${action} ${filePath}: ${errnoOf(err) ?? String(err)}`, { cause: err, details: { path: filePath } });
-}
 
 /** The transcript file name an entry refers to, or null when it names nothing usable. */
 export function transcriptNameOf(location: StoreLocation, entry: SessionEntry): string | null {
@@ -271,7 +263,7 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
   try {
     dirents = await fsp.readdir(location.sessionsDir, { withFileTypes: true });
   } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw ioError('list', location.sessionsDir, err);
+    if (errnoOf(err) !== 'ENOENT') throw ioError(`cannot list ${location.sessionsDir}`, err, { path: location.sessionsDir });
   }
   const files = new Set<string>();
   const locked = new Set<string>();
@@ -343,7 +335,7 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
       item.apply(stats.size, stats.mtimeMs);
     } catch (err) {
       // Gone between readdir and stat (archived or removed by someone else): treat as missing.
-      if (errnoOf(err) !== 'ENOENT') throw ioError('stat', file, err);
+      if (errnoOf(err) !== 'ENOENT') throw ioError(`cannot stat ${file}`, err, { path: file });
       for (const entry of byName.get(item.name) ?? []) entry.transcript.exists = false;
     }
     done += 1;
@@ -354,7 +346,7 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
   try {
     storeBytes = (await fsp.stat(location.storePath)).size;
   } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw ioError('stat', location.storePath, err);
+    if (errnoOf(err) !== 'ENOENT') throw ioError(`cannot stat ${location.storePath}`, err, { path: location.storePath });
   }
 
   const protectedKeys: ProtectedKey[] = [];
@@ -501,7 +493,7 @@ async function fsyncFolder(dir: string): Promise<void> {
   try {
     await nodeStoreFileSystem.fsyncPath(dir);
   } catch (err) {
-    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw ioError('fsync', dir, err);
+    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw ioError(`cannot fsync ${dir}`, err, { path: dir });
   }
 }
 
@@ -512,7 +504,7 @@ async function unlinkIfPresent(file: string): Promise<boolean> {
     return true;
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return false;
-    throw ioError('delete', file, err);
+    throw ioError(`cannot delete ${file}`, err, { path: file });
   }
 }
 
@@ -600,7 +592,7 @@ async function rotateStoreFile(location: StoreLocation, backupName: string, drop
         break;
       } catch (copyErr) {
         if (errnoOf(copyErr) === 'EEXIST') continue;
-        throw ioError('copy', location.storePath, copyErr);
+        throw ioError(`cannot copy ${location.storePath}`, copyErr, { path: location.storePath });
       }
     }
   }

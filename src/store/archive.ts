@@ -2,7 +2,7 @@
 // `<file>.reset.<ts>` / `<file>.deleted.<ts>` in the same folder. Nothing is ever deleted here.
 
 import path from 'node:path';
-import { SwitchboardError } from '../core/index.js';
+import { SwitchboardError, errnoOf } from '../core/index.js';
 import { archivePathFor, type ArchiveReason } from './paths.js';
 import { nodeStoreFileSystem, type StoreFileSystem } from './sessions-store.js';
 
@@ -13,9 +13,6 @@ export interface ArchiveFileOptions {
 /** Same-millisecond archives of one file (a pinned `--now`, two resets in a row) get +1 ms each. */
 const MAX_NAME_ATTEMPTS = 1000;
 
-function errnoOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
-}
 
 async function exists(fs: StoreFileSystem, filePath: string): Promise<boolean> {
   try {

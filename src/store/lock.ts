@@ -41,7 +41,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import nodeFs from 'node:fs';
 import lockfile from 'proper-lockfile';
-import { SwitchboardError, systemClock } from '../core/index.js';
+import { SwitchboardError, errnoOf, ioError, systemClock } from '../core/index.js';
 
 export const DEFAULT_ACQUIRE_TIMEOUT_MS = 60_000;
 export const DEFAULT_STALE_MS = 10_000;
@@ -270,7 +270,7 @@ class HeldLock {
     try {
       onDisk = parseOwnerRecord(await fsp.readFile(path.join(this.lockPath, OWNER_FILE), 'utf8'));
     } catch (err) {
-      const code = errnoCode(err);
+      const code = errnoOf(err);
       // a failing disk is not proof that someone else holds the lock: report it as such
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw ioError(`could not verify lock ${this.lockPath}`, err);
       onDisk = null;
@@ -497,7 +497,7 @@ async function acquireFileLock(
     try {
       return await lockOnce(target, lockPath, settings, ownerInfo, run.passTurn);
     } catch (err) {
-      const code = errnoCode(err);
+      const code = errnoOf(err);
       if (code === 'ELOCKED' || code === 'ENOTEMPTY' || code === 'EEXIST') {
         // ENOTEMPTY: proper-lockfile judged the lock stale but could not rmdir it (owner record)
         const seen = await inspectLock(lockPath, settings.staleMs);
@@ -583,7 +583,7 @@ async function writeOwnerRecord(lockPath: string, owner: LockOwnerRecord): Promi
 async function removeTombstone(tomb: string): Promise<void> {
   try {
     await fsp.unlink(path.join(tomb, OWNER_FILE)).catch((err: unknown) => {
-      if (errnoCode(err) !== 'ENOENT') throw err;
+      if (errnoOf(err) !== 'ENOENT') throw err;
     });
     await fsp.rmdir(tomb);
   } catch {
@@ -637,7 +637,7 @@ async function inspectLock(lockPath: string, staleMs?: number): Promise<LockInfo
   try {
     mtimeMs = (await fsp.stat(lockPath)).mtimeMs;
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return null;
+    if (errnoOf(err) === 'ENOENT') return null;
     throw ioError(`could not inspect lock ${lockPath}`, err);
   }
   return describeHolding(lockPath, await readLockOwner(lockPath), mtimeMs, now(), staleMs);
@@ -650,7 +650,7 @@ function isHolderAlive(owner: LockOwnerRecord): boolean | null {
     process.kill(owner.pid, 0);
     return true; // (a reused pid also answers: "alive" is the conservative reading)
   } catch (err) {
-    return errnoCode(err) === 'EPERM' ? true : false;
+    return errnoOf(err) === 'EPERM' ? true : false;
   }
 }
 
@@ -666,7 +666,7 @@ async function removeLockIfOwned(lockPath: string, lockId: string): Promise<void
   try {
     await fsp.rename(lockPath, tomb);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return;
+    if (errnoOf(err) === 'ENOENT') return;
     throw err;
   }
   if ((await readLockOwner(tomb))?.lockId !== lockId) {
@@ -685,7 +685,7 @@ async function clearLock(lockPath: string, seen: LockInfo, staleMs: number | und
   try {
     await fsp.rename(lockPath, tomb);
   } catch (err) {
-    const code = errnoCode(err);
+    const code = errnoOf(err);
     if (code === 'ENOENT') return true; // someone else cleared it
     throw ioError(`could not clear lock ${lockPath}`, err);
   }
@@ -726,7 +726,7 @@ async function collectLockDirs(dir: string, out: string[]): Promise<void> {
   try {
     entries = await fsp.readdir(dir, { withFileTypes: true });
   } catch (err) {
-    const code = errnoCode(err);
+    const code = errnoOf(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') return;
     throw ioError(`could not list ${dir}`, err);
   }
@@ -788,18 +788,7 @@ function busyError(target: string, lockPath: string, settings: ResolvedLockSetti
   );
 }
 
-function ioError(message: string, cause: unknown): SwitchboardError {
-  const code = errnoCode(cause);
-  return new SwitchboardError('IO', code === undefined ? message : `${message}: ${code}`, {
-    cause,
-    details: { errno: code ?? null },
-  });
-}
 
-function errnoCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
 
 function formatMs(ms: number): string {
   if (ms < 1_000) return `${Math.round(ms)} ms`;

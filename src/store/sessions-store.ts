@@ -5,7 +5,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
-import { SwitchboardError, toSwitchboardError } from '../core/index.js';
+import { SwitchboardError, errnoOf, toSwitchboardError } from '../core/index.js';
 import { withLock } from './lock.js';
 import { DIR_MODE, FILE_MODE, resolveInside } from './paths.js';
 import type { ReadonlySessionStore, SessionStore } from './session-entry.js';
@@ -137,9 +137,6 @@ function ioError(err: unknown, action: string, filePath: string): SwitchboardErr
   });
 }
 
-function errnoOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Parsing and serialising

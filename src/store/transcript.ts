@@ -7,7 +7,7 @@ import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { SwitchboardError, systemClock, type Clock } from '../core/index.js';
+import { SwitchboardError, errnoOf, ioError, systemClock, type Clock } from '../core/index.js';
 import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
 
 export const TRANSCRIPT_VERSION = 3;
@@ -258,13 +258,13 @@ async function openForAppend(file: string): Promise<{ fh: FileHandle; createdFil
   try {
     return { fh: await fsp.open(file, fsConstants.O_RDWR | fsConstants.O_APPEND), createdFile: false };
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
+    if (errnoOf(err) !== 'ENOENT') throw err;
   }
   const flags = fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_EXCL;
   try {
     return { fh: await fsp.open(file, flags, 0o600), createdFile: true };
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
+    if (errnoOf(err) !== 'ENOENT') throw err;
     await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     return { fh: await fsp.open(file, flags, 0o600), createdFile: true };
   }
@@ -439,7 +439,7 @@ async function* streamRecords(file: string, stats: TranscriptReadStats): AsyncGe
   try {
     fh = await fsp.open(file, 'r');
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
+    if (errnoOf(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
     throw ioError(`could not open transcript ${file}`, err);
   }
   const stream = fh.createReadStream(); // bytes: readline decodes UTF-8 across chunk borders
@@ -500,15 +500,4 @@ export async function transcriptStats(transcriptPath: string): Promise<Transcrip
 
 // ---------------------------------------------------------------------------------------------
 
-function ioError(message: string, cause: unknown): SwitchboardError {
-  const code = errnoCode(cause);
-  return new SwitchboardError('IO', code === undefined ? message : `${message}: ${code}`, {
-    cause,
-    details: { errno: code ?? null },
-  });
-}
 
-function errnoCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
