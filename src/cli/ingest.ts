@@ -1,14 +1,25 @@
 // `switchboard ingest [FILE]` and `switchboard send TEXT`: messages in, one NDJSON event per
-// line out, each acknowledgement written only after its message is on disk.
+// line out, each acknowledgement written only after its message is on disk; with a runner, the
+// runs started (and the queues they drain) are waited for, their events printed as they happen.
 
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { SwitchboardError, readNdjson, type NdjsonLine } from '../core/index.js';
-import { exitCodeFor, ingestBatch, type EngineContext, type IngestEvent } from '../engine/index.js';
+import {
+  configureQueue,
+  exitCodeFor,
+  ingestBatch,
+  resumeOrphanedQueues,
+  waitForQueueWork,
+  type EngineContext,
+  type IngestEvent,
+  type QueueEvent,
+} from '../engine/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { BufferedWriter } from './output.js';
 import { addRouteFlags, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
+import { runIngestViaSocket, runSendViaSocket } from './serve.js';
 
 /** Lines per commit: large batches amortise fsyncs and the sessions.json rewrite (P3/P4). */
 const MAX_BATCH_LINES = 50_000;
@@ -20,6 +31,8 @@ export function registerIngestCommands(program: Command, hooks: ProgramHooks): v
     .command('ingest')
     .argument('[file]', 'NDJSON file of messages (default: stdin)')
     .description('route and record inbound messages (NDJSON, one per line); print one event per line')
+    .option('--no-wait', 'return once the messages are recorded: start no runs (work for idle sessions waits in the queue for the next ingest)')
+    .option('--socket [path]', 'hand the messages to a running `switchboard serve` (default: <state>/switchboard.sock)')
     .addHelpText(
       'after',
       `
@@ -27,11 +40,25 @@ Each line is a message: {channel, peer?, text, sender?, messageId?, kind?, sessi
 Each line gets one event, in order: {"type":"result",...} or {"type":"error","line":N,...}.
 A result is printed only after its message is on disk. Exit 65 if any line was bad.
 
+With a runner configured (agents.defaults.runner), messages for idle sessions start runs and
+the rest follow the session's queue mode; ingest waits for the runs it started and the queues
+they drain, and first resumes queues whose process died. Their events (reply, dropped,
+expired, run_failed, overflow, run_started, run_ended) are printed as they happen, so they
+may come between later result events; every line is one whole JSON object. A failed run does
+not change the exit code.
+
 Examples:
   $ switchboard ingest examples/alice.ndjson --config examples/switchboard.json5
-  $ echo '{"channel":"telegram","peer":"direct:123","text":"hi"}' | switchboard ingest`,
+  $ echo '{"channel":"telegram","peer":"direct:123","text":"hi"}' | switchboard ingest
+  $ switchboard ingest messages.ndjson --no-wait
+  $ switchboard ingest messages.ndjson --socket    (through a running switchboard serve)`,
     )
-    .action(hooks.action((ctx: CliContext, file: string | undefined) => runIngest(ctx, file)));
+    .action(
+      hooks.action((ctx: CliContext, file: string | undefined) => {
+        const socket = (ctx.options as { socket?: string | boolean }).socket;
+        return socket !== undefined ? runIngestViaSocket(ctx, file, socket) : runIngest(ctx, file);
+      }),
+    );
 
   addRouteFlags(
     program
@@ -45,7 +72,9 @@ Examples:
       .option('--kind <kind>', 'user | heartbeat | system | cron', 'user')
       .option('--cron-job <id>', 'cron job id (cron key family, fresh session each run)')
       .option('--session-key <key>', 'explicit session key: skips routing')
-      .option('--incognito', 'route only, write nothing'),
+      .option('--incognito', 'route only, write nothing')
+      .option('--no-wait', 'return once the message is recorded: start no run')
+      .option('--socket <path>', 'hand the message to a running `switchboard serve`'),
     true,
   )
     .addHelpText('after', '\nExample:\n  $ switchboard send "backup finished" --channel telegram --peer direct:123 --json')
@@ -94,8 +123,45 @@ export async function ingestStream(engine: EngineContext, input: AsyncIterable<B
   }
 }
 
+/**
+ * Run events go straight to stdout as they happen, each as one whole line in one write, so they
+ * can fall between two batches of result events but never inside a line.
+ */
+function startQueue(ctx: CliContext, engine: EngineContext): boolean {
+  const wait = (ctx.options as { wait?: boolean }).wait !== false;
+  const runtime = configureQueue(engine, {
+    noWait: !wait,
+    sink: (event: QueueEvent) => {
+      ctx.streams.stdout.write(`${JSON.stringify(event)}\n`);
+    },
+  });
+  if (wait && anyRunnerConfigured(engine)) {
+    // Runs are children of this process: on SIGINT/SIGTERM they are aborted (and recorded as
+    // such) rather than left behind; what still waits stays queued for the next ingest.
+    const onSignal = (signal: NodeJS.Signals): void => {
+      runtime.shutdown(`switchboard ingest received ${signal}`);
+      const code = signal === 'SIGINT' ? 130 : 143;
+      setTimeout(() => process.exit(code), SHUTDOWN_GRACE_MS).unref();
+      void runtime.idle().then(() => process.exit(code));
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
+  return wait;
+}
+
+/** How long a signalled ingest waits for its aborted runs to be recorded before it exits anyway. */
+const SHUTDOWN_GRACE_MS = 20_000;
+
+function anyRunnerConfigured(engine: EngineContext): boolean {
+  const agents = engine.config.agents;
+  return agents?.defaults?.runner !== undefined || (agents?.list ?? []).some((agent) => agent?.runner !== undefined);
+}
+
 async function runIngest(ctx: CliContext, file: string | undefined): Promise<number> {
   const engine = await ctx.engine();
+  const wait = startQueue(ctx, engine);
+  if (wait) await resumeOrphanedQueues(engine);
   let input: AsyncIterable<Buffer | string> = ctx.streams.stdin;
   if (file !== undefined && file !== '-') {
     try {
@@ -122,6 +188,7 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
     exitCode = exitCodeFor(events, exitCode);
   });
   await out.flush();
+  if (wait) await waitForQueueWork(engine);
   // A one-line summary for a person at a terminal; scripts read the events.
   if (ctx.streams.stderr.isTTY) {
     ctx.note(`switchboard: ${tally.results} message(s) taken into ${tally.sessions.size} session(s)${tally.resets ? `, ${tally.resets} reset(s)` : ''}${tally.errors ? `, ${tally.errors} bad line(s)` : ''}`);
@@ -130,6 +197,8 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
 }
 
 interface SendFlags extends RouteFlagValues {
+  wait?: boolean;
+  socket?: string;
   sender?: string;
   senderName?: string;
   messageId?: string;
@@ -149,7 +218,12 @@ async function runSend(ctx: CliContext, text: string): Promise<number> {
   if (flags.cronJob !== undefined) message.cron = { jobId: flags.cronJob };
   if (flags.sessionKey !== undefined) message.sessionKey = flags.sessionKey;
   if (flags.incognito) message.incognito = true;
-  const events = await ingestBatch(await ctx.engine(), [{ line: 1, text: JSON.stringify(message) }]);
+  if (flags.socket !== undefined) return runSendViaSocket(ctx, message, flags.socket);
+  const engine = await ctx.engine();
+  const wait = startQueue(ctx, engine);
+  if (wait) await resumeOrphanedQueues(engine);
+  const events = await ingestBatch(engine, [{ line: 1, text: JSON.stringify(message) }]);
   for (const event of events) ctx.streams.stdout.write(`${JSON.stringify(event)}\n`);
+  if (wait) await waitForQueueWork(engine);
   return exitCodeFor(events);
 }

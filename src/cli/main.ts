@@ -11,6 +11,8 @@ import { registerIngestCommands } from './ingest.js';
 import { registerLockCommands } from './locks.js';
 import { registerMaintainCommand } from './maintenance.js';
 import { registerDoctorCommand } from './doctor.js';
+import { registerServeCommand } from './serve.js';
+import { registerQueueCommands } from './queue.js';
 import { registerSessionCommands } from './sessions.js';
 
 export const VERSION = '0.1.0';
@@ -68,9 +70,11 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
       },
   };
   registerIngestCommands(program, hooks);
+  registerServeCommand(program, hooks);
   registerRouteCommands(program, hooks);
   registerSessionCommands(program, hooks);
   registerLockCommands(program, hooks);
+  registerQueueCommands(program, hooks);
   registerMaintainCommand(program, hooks);
   registerDoctorCommand(program, hooks);
   registerConfigCommands(program, hooks);

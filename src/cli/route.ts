@@ -3,8 +3,8 @@
 
 import type { Command } from 'commander';
 import { SwitchboardError, describeLineError, readNdjson, toSwitchboardError } from '../core/index.js';
-import { explainInstanceAndTime, type InstanceAndTime } from '../engine/index.js';
-import { explainRoute, normalizeRouteInput, resolveRoute, type RouteExplanation, type RouteInput } from '../routing/index.js';
+import { explainFully, explanationJson, type InstanceAndTime } from '../engine/index.js';
+import { normalizeRouteInput, resolveRoute, type RouteExplanation, type RouteInput } from '../routing/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { BufferedWriter, writeJsonLine, type Painter } from './output.js';
@@ -101,30 +101,14 @@ async function runBatch(ctx: CliContext): Promise<number> {
   return bad > 0 ? 65 : 0;
 }
 
-export function explanationJson(explanation: RouteExplanation, input: RouteInput, more: InstanceAndTime, warnings: string[]): Record<string, unknown> {
-  return {
-    input,
-    route: explanation.route,
-    trace: explanation.trace,
-    key: explanation.derivation,
-    session: more.session,
-    queue: more.queue,
-    send: more.send,
-    warnings,
-  };
-}
-
 async function runExplain(ctx: CliContext): Promise<number> {
-  const table = await ctx.routingTable();
   const input = normalizeRouteInput(routeInputFromFlags(routeFlags(ctx)));
-  const explanation = explainRoute(table, input);
-  const more = await explainInstanceAndTime(await ctx.engine(), explanation.route, input);
-  const warnings = [...table.warnings];
+  const full = await explainFully(await ctx.engine(), input);
   if (ctx.json) {
-    writeJsonLine(ctx.streams.stdout, explanationJson(explanation, input, more, warnings));
+    writeJsonLine(ctx.streams.stdout, explanationJson(input, full));
     return 0;
   }
-  ctx.streams.stdout.write(renderExplanation(explanation, input, more, warnings, await ctx.painter()));
+  ctx.streams.stdout.write(renderExplanation(full.explanation, input, full, full.warnings, await ctx.painter()));
   return 0;
 }
 

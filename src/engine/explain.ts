@@ -1,8 +1,8 @@
-// The instance and time parts of `route explain`: which session instance the route lands in (and
+// `route explain` beyond routing: which session instance the route lands in (and
 // whether the next message would rotate it), the queue settings with their sources, and sendPolicy.
 
 import { evaluateFreshness, evaluateSendPolicy, resetPolicyFor, resolveQueueSettings, type QueueSettings, type ResetPolicy } from '../policy/index.js';
-import type { ResolvedRoute, RouteInput } from '../routing/index.js';
+import { explainRoute, type RouteExplanation, type ResolvedRoute, type RouteInput } from '../routing/index.js';
 import { readSessionStore } from '../store/index.js';
 import { storeFor, type EngineContext } from './context.js';
 
@@ -43,5 +43,31 @@ export async function explainInstanceAndTime(ctx: EngineContext, route: Resolved
     session,
     queue: { mode: queue.mode, debounceMs: queue.debounceMs, cap: queue.cap, dropPolicy: queue.dropPolicy, sources: queue.sources },
     send,
+  };
+}
+
+export interface FullExplanation extends InstanceAndTime {
+  explanation: RouteExplanation;
+  warnings: string[];
+}
+
+/** Everything `route explain` answers: space (trace, key), instance (session) and time (queue, send). */
+export async function explainFully(ctx: EngineContext, input: RouteInput): Promise<FullExplanation> {
+  const explanation = explainRoute(ctx.table, input);
+  const more = await explainInstanceAndTime(ctx, explanation.route, input);
+  return { explanation, ...more, warnings: [...ctx.table.warnings] };
+}
+
+/** The `route explain --json` shape (cli.md), shared by the command and the socket op. */
+export function explanationJson(input: RouteInput, full: FullExplanation): Record<string, unknown> {
+  return {
+    input,
+    route: full.explanation.route,
+    trace: full.explanation.trace,
+    key: full.explanation.derivation,
+    session: full.session,
+    queue: full.queue,
+    send: full.send,
+    warnings: full.warnings,
   };
 }

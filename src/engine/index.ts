@@ -20,7 +20,7 @@ export {
   type SessionDetails,
   type ResetOutcome,
 } from './sessions.js';
-export { explainInstanceAndTime, type InstanceAndTime, type SessionSection } from './explain.js';
+export { explainInstanceAndTime, explainFully, explanationJson, type InstanceAndTime, type SessionSection, type FullExplanation } from './explain.js';
 export {
   cleanupSessions,
   cleanupStore,
@@ -69,3 +69,37 @@ export {
   type DoctorChange,
   type DoctorChangeAction,
 } from './doctor.js';
+export {
+  configureQueue,
+  waitForQueueWork,
+  resumeOrphanedQueues,
+  queueRuntimeFor,
+  type QueueRuntime,
+  type QueueOptions,
+} from './runtime.js';
+export {
+  listQueue,
+  showQueued,
+  cancelQueued,
+  abortSession,
+  queueBusyKeys,
+  type QueueListing,
+  type QueueListItem,
+  type QueueActiveRun,
+  type QueueLookup,
+  type CancelOutcome,
+  type AbortOutcome,
+} from './queue.js';
+export {
+  type QueueEvent,
+  type ReplyEvent,
+  type DroppedEvent,
+  type DroppedReason,
+  type ExpiredEvent,
+  type RunFailedEvent,
+  type OverflowEvent,
+  type RunStartedEvent,
+  type RunEndedEvent,
+  type QueuedEntry,
+} from './queue-state.js';
+export { laneCapacity, type LaneSlot } from './lanes.js';

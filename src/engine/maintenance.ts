@@ -30,6 +30,7 @@ import {
   type StoreFileSystem,
   type StoreLocation,
 } from '../store/index.js';
+import { queueBusyKeys } from './queue.js';
 import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
 import { selectStores, type StoreSelection } from './sessions.js';
 
@@ -51,8 +52,8 @@ export interface CleanupProgress {
 }
 
 /**
- * Keys that have a run in progress or queued work. The durable queue does not exist yet; once it
- * does, it supplies this (held transcript locks are already found by the snapshot itself).
+ * Keys that have a run in progress or queued work; by default the durable queue's
+ * `queueBusyKeys` (held transcript locks are found by the snapshot itself).
  */
 export type BusyKeysProvider = (location: StoreLocation) => Promise<readonly ProtectedKey[]>;
 
@@ -353,7 +354,8 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
   for (const entry of entries) {
     if (entry.transcript.name !== null && locked.has(entry.transcript.name)) protectedKeys.push({ key: entry.key, reason: 'locked' });
   }
-  if (options.busyKeys !== undefined) protectedKeys.push(...(await options.busyKeys(location)));
+  // Running and queued sessions (the durable queue in the entries) are protected like locked ones.
+  protectedKeys.push(...(await (options.busyKeys ?? queueBusyKeys)(location)));
 
   // Sorted so that the plan (and its JSON) does not depend on readdir order.
   archives.sort((a, b) => (a.name < b.name ? -1 : 1));

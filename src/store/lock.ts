@@ -557,7 +557,12 @@ async function lockOnce(
     ...(ownerInfo.runId !== undefined ? { runId: ownerInfo.runId } : {}),
   };
   try {
+    // Creating owner.json changes the directory's mtime, which proper-lockfile checks against
+    // the one it recorded at its first refresh (staleMs / 2): put it back, or every lock held
+    // longer than that would be reported compromised.
+    const recorded = await fsp.stat(lockPath);
     await writeOwnerRecord(lockPath, owner);
+    await fsp.utimes(lockPath, recorded.atime, recorded.mtime);
   } catch (err) {
     await lockfile.unlock(target, { lockfilePath: lockPath, realpath: false, fs: KEEP_DIRECTORY_FS }).catch(() => undefined);
     await fsp.rm(lockPath, { recursive: true, force: true }).catch(() => undefined);

@@ -1,0 +1,373 @@
+// The queue's part of a session entry (queue, activeRun, queueOwner, pendingReset, outbox,
+// abortRequested), who among their holders is still alive, and the records queued messages become.
+
+import { promises as fsp } from 'node:fs';
+import { hostname as osHostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { normalizeAgentId, systemClock } from '../core/index.js';
+import {
+  unparkAll,
+  type ActiveRunRecord,
+  type OutboxItem,
+  type PendingReset,
+  type ProcessRef,
+  type QueueItem,
+  type QueueOwnerRecord,
+} from '../policy/index.js';
+import { resolveRunnerSpec, type RunMessage, type RunnerSpec } from '../runner/index.js';
+import { lockPathFor, readLockOwner, type NewTranscriptEntry, type SessionEntry, type StoreLocation } from '../store/index.js';
+import { transcriptPathIn, type EngineContext } from './context.js';
+
+/** A session entry with the queue's fields typed. */
+export type QueuedEntry = SessionEntry & {
+  queue?: QueueItem[];
+  activeRun?: ActiveRunRecord;
+  queueOwner?: QueueOwnerRecord;
+  pendingReset?: PendingReset;
+  outbox?: OutboxItem[];
+  /** The runId of the active run that must stop (set by interrupt, /stop, queue abort, resets). */
+  abortRequested?: string;
+  /** The runId of an active run stopped by /stop or `queue abort`: the items it leased are dropped with it. */
+  stopRequested?: string;
+};
+
+/** One session of one store: what the queue machinery addresses. */
+export interface SessionRef {
+  location: StoreLocation;
+  agentId: string;
+  sessionKey: string;
+}
+
+export function sessionRefKey(ref: Pick<SessionRef, 'location' | 'sessionKey'>): string {
+  return `${ref.location.storePath}\u0000${ref.sessionKey}`;
+}
+
+export const THIS_PROCESS: ProcessRef = Object.freeze({
+  pid: process.pid,
+  hostname: osHostname(),
+  processStartTime: Math.round(performance.timeOrigin),
+});
+
+export function isThisProcess(ref: ProcessRef): boolean {
+  return ref.pid === THIS_PROCESS.pid && ref.hostname === THIS_PROCESS.hostname && ref.processStartTime === THIS_PROCESS.processStartTime;
+}
+
+export function queueOf(entry: QueuedEntry | undefined): QueueItem[] {
+  return Array.isArray(entry?.queue) ? entry.queue : [];
+}
+
+export function setQueue(entry: QueuedEntry, items: QueueItem[]): void {
+  if (items.length === 0) delete entry.queue;
+  else entry.queue = items;
+}
+
+export function ownerRecord(now: number): QueueOwnerRecord {
+  return { ...THIS_PROCESS, since: now };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Liveness: decided outside the store mutators (it needs I/O) and handed in as a map
+
+/** What a mutator knows about the holders it may meet: key → alive. */
+export type Liveness = Map<string, boolean>;
+
+function processKey(ref: ProcessRef): string {
+  return `proc:${ref.hostname}/${ref.pid}/${ref.processStartTime}`;
+}
+
+function runKey(run: ActiveRunRecord): string {
+  return `run:${run.hostname}/${run.pid}/${run.processStartTime}/${run.runId}`;
+}
+
+/**
+ * Whether a holder is alive, as far as the map says: this process always is; another one is
+ * undefined when the map does not know it yet (the caller computes it and tries again).
+ */
+export function ownerAlive(owner: ProcessRef, liveness: Liveness): boolean | undefined {
+  if (isThisProcess(owner)) return true;
+  return liveness.get(processKey(owner));
+}
+
+export function runAlive(run: ActiveRunRecord, liveness: Liveness): boolean | undefined {
+  if (isThisProcess(run)) return true;
+  return liveness.get(runKey(run));
+}
+
+/** The holders of an entry whose liveness the map does not know. */
+export function unknownHolders(entry: QueuedEntry | undefined, liveness: Liveness): boolean {
+  if (entry === undefined) return false;
+  if (entry.activeRun && runAlive(entry.activeRun, liveness) === undefined) return true;
+  if (entry.queueOwner && ownerAlive(entry.queueOwner, liveness) === undefined) return true;
+  return false;
+}
+
+function processAlive(ref: ProcessRef): boolean {
+  if (ref.hostname !== THIS_PROCESS.hostname) return true; // another host: no way to tell, assume alive
+  if (ref.pid === THIS_PROCESS.pid) return ref.processStartTime === THIS_PROCESS.processStartTime;
+  try {
+    process.kill(ref.pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Fills in the liveness of every holder of the given entries: a process is alive when its pid
+ * exists on this host (another host's are assumed alive); a run is alive when its process is
+ * and its session write lock, if it holds it, is not stale.
+ */
+export async function learnLiveness(
+  ctx: EngineContext,
+  location: StoreLocation,
+  entries: Iterable<QueuedEntry | undefined>,
+  liveness: Liveness,
+): Promise<void> {
+  const staleMs = ctx.config.session?.writeLock?.staleMs;
+  for (const entry of entries) {
+    if (entry === undefined) continue;
+    const owner = entry.queueOwner;
+    if (owner && !isThisProcess(owner) && !liveness.has(processKey(owner))) liveness.set(processKey(owner), processAlive(owner));
+    const run = entry.activeRun;
+    if (run && !isThisProcess(run) && !liveness.has(runKey(run))) {
+      let alive = processAlive(run);
+      if (alive && typeof entry.sessionFile === 'string') alive = !(await runLockIsStale(transcriptPathIn(location, entry.sessionFile), run, staleMs));
+      liveness.set(runKey(run), alive);
+    }
+  }
+}
+
+async function runLockIsStale(transcript: string, run: ActiveRunRecord, staleMs: number | undefined): Promise<boolean> {
+  const lockPath = lockPathFor(transcript);
+  const owner = await readLockOwner(lockPath);
+  if (owner === null || owner.runId !== run.runId) return false;
+  try {
+    const { mtimeMs } = await fsp.stat(lockPath);
+    const threshold = Math.max(staleMs ?? 0, owner.staleMs ?? 0) || 10_000;
+    return mtimeMs < systemClock.now() - threshold;
+  } catch {
+    return false;
+  }
+}
+
+export interface OrphanedRun {
+  run: ActiveRunRecord;
+  unparked: number;
+}
+
+/**
+ * Clears holders that died: a dead run's record goes (its parked items become followups) and a
+ * dead owner's claim goes, so that the caller may take the session over. Returns the dead run.
+ */
+export function clearDeadHolders(entry: QueuedEntry, liveness: Liveness): OrphanedRun | undefined {
+  let orphan: OrphanedRun | undefined;
+  if (entry.activeRun && runAlive(entry.activeRun, liveness) === false) {
+    const run = entry.activeRun;
+    delete entry.activeRun;
+    if (entry.abortRequested === run.runId) delete entry.abortRequested;
+    if (entry.stopRequested === run.runId) delete entry.stopRequested;
+    const queue = queueOf(entry);
+    const unparked = queue.filter((item) => item.state === 'parked').length;
+    if (unparked > 0) setQueue(entry, unparkAll(queue));
+    orphan = { run, unparked };
+  }
+  if (entry.queueOwner && ownerAlive(entry.queueOwner, liveness) === false) delete entry.queueOwner;
+  return orphan;
+}
+
+/** Records waiting in the entry's outbox, taken out of it (the caller appends them). */
+export function takeOutbox(entry: QueuedEntry): NewTranscriptEntry[] {
+  const outbox = Array.isArray(entry.outbox) ? entry.outbox : [];
+  delete entry.outbox;
+  return outbox.flatMap((item) => item.records as NewTranscriptEntry[]);
+}
+
+export function pushOutbox(entry: QueuedEntry, item: OutboxItem): void {
+  entry.outbox = [...(Array.isArray(entry.outbox) ? entry.outbox : []), item];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runner config per agent
+
+const runnerCache = new WeakMap<EngineContext, Map<string, RunnerSpec | undefined>>();
+
+/** The runner of an agent (its own section over agents.defaults), or undefined = record only. */
+export function runnerFor(ctx: EngineContext, agentId: string): RunnerSpec | undefined {
+  let cache = runnerCache.get(ctx);
+  if (!cache) runnerCache.set(ctx, (cache = new Map()));
+  if (cache.has(agentId)) return cache.get(agentId);
+  const agents = ctx.config.agents;
+  const agent = (agents?.list ?? []).find((candidate) => normalizeAgentId(candidate?.id) === agentId);
+  const spec = resolveRunnerSpec(agent?.runner as Record<string, unknown> | undefined, agents?.defaults?.runner as Record<string, unknown> | undefined);
+  cache.set(agentId, spec);
+  return spec;
+}
+
+/** True when some agent has a runner: only then can anything be queued or running. */
+export function anyRunner(ctx: EngineContext, agentIds: readonly string[]): boolean {
+  return agentIds.some((id) => runnerFor(ctx, id) !== undefined);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records and runner messages of queued items
+
+function inboundMeta(item: QueueItem): Record<string, unknown> {
+  const meta: Record<string, unknown> = { channel: item.channel, runId: item.runId };
+  if (item.messageId !== undefined) meta.messageId = item.messageId;
+  if (item.sender) meta.sender = item.sender;
+  if (item.threadId) meta.threadId = item.threadId;
+  return meta;
+}
+
+/** The transcript record of a queued message, written when it is consumed (turn start or steer). */
+export function recordOfItem(item: QueueItem): NewTranscriptEntry {
+  if (item.kind === 'heartbeat') {
+    return { type: 'custom', customType: 'heartbeat', data: { text: item.text === '' ? null : item.text, timestamp: item.timestamp ?? item.enqueuedAt, ...inboundMeta(item) } };
+  }
+  const message: Record<string, unknown> = {
+    role: 'user',
+    content: [{ type: 'text', text: item.text }],
+    timestamp: item.timestamp ?? item.enqueuedAt,
+    ...inboundMeta(item),
+    queued: { mode: item.mode, enqueuedAt: item.enqueuedAt },
+  };
+  if (item.cronJobId) message.cron = { jobId: item.cronJobId };
+  return { type: 'message', message };
+}
+
+export function runMessageOf(item: QueueItem): RunMessage {
+  const message: RunMessage = { role: 'user', text: item.text, runId: item.runId, channel: item.channel };
+  const sender = item.sender?.name ?? item.sender?.id;
+  if (sender) message.sender = sender;
+  if (item.messageId !== undefined) message.messageId = item.messageId;
+  if (item.kind !== 'user') message.kind = item.kind;
+  return message;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events of the queue and of runs (cli.md "Events"; run_started/run_ended are additions)
+
+export interface ReplyEvent {
+  type: 'reply';
+  runId: string;
+  sessionKey: string;
+  sessionId: string;
+  text: string;
+  deliveryContext: Record<string, unknown> | null;
+  delivered: boolean;
+  policy: { decision: 'allow' | 'deny'; rule: number | null };
+}
+
+export type DroppedReason = 'busy' | 'cap' | 'cancelled' | 'stopped' | 'lock';
+
+export interface DroppedEvent {
+  type: 'dropped';
+  runId: string;
+  sessionKey: string;
+  sessionId: string | null;
+  reason: DroppedReason;
+  requester: string | null;
+  messageId: string | null;
+  /** For `cap`: the drop policy that applied. */
+  drop?: string;
+  /** The queued item's kind when it was not a plain message (`overflow`: a summary turn). */
+  kind?: string;
+}
+
+export interface ExpiredEvent {
+  type: 'expired';
+  runId: string;
+  sessionKey: string;
+  /** The instance the item was admitted under (rotated away). */
+  sessionId: string;
+  currentSessionId: string;
+  reason: 'rebind';
+  requester: string;
+  messageId: string | null;
+  /** The queued item's kind when it was not a plain message (`overflow`: a summary turn). */
+  kind?: string;
+}
+
+export interface RunFailedEvent {
+  type: 'run_failed';
+  runId: string;
+  sessionKey: string;
+  sessionId: string;
+  status: 'failed' | 'timeout' | 'aborted';
+  /** runner failure reasons (exit, timeout, aborted, spawn, protocol, …) plus `orphaned`, `lock`, `write`, `internal`. */
+  reason: string;
+  message: string;
+}
+
+export interface OverflowEvent {
+  type: 'overflow';
+  runId: string;
+  sessionKey: string;
+  sessionId: string;
+  reason: 'cap';
+  dropped: number;
+  summary: string[];
+}
+
+export interface RunStartedEvent {
+  type: 'run_started';
+  runId: string;
+  sessionKey: string;
+  sessionId: string;
+  agentId: string;
+  lane: string;
+  /** Queued messages in this turn (a collect turn carries several). */
+  messages: number;
+}
+
+export interface RunEndedEvent {
+  type: 'run_ended';
+  runId: string;
+  sessionKey: string;
+  sessionId: string;
+  status: 'done' | 'failed' | 'timeout' | 'aborted';
+}
+
+export type QueueEvent = ReplyEvent | DroppedEvent | ExpiredEvent | RunFailedEvent | OverflowEvent | RunStartedEvent | RunEndedEvent;
+
+export function droppedEventOf(item: QueueItem, reason: DroppedReason, drop?: string): DroppedEvent {
+  const event: DroppedEvent = {
+    type: 'dropped',
+    runId: item.runId,
+    sessionKey: item.sessionKey,
+    sessionId: item.sessionId,
+    reason,
+    requester: item.requester,
+    messageId: item.messageId ?? null,
+  };
+  if (drop !== undefined) event.drop = drop;
+  if (item.kind !== 'user') event.kind = item.kind;
+  return event;
+}
+
+export function expiredEventOf(item: QueueItem, currentSessionId: string): ExpiredEvent {
+  return {
+    type: 'expired',
+    runId: item.runId,
+    sessionKey: item.sessionKey,
+    sessionId: item.sessionId,
+    currentSessionId,
+    reason: 'rebind',
+    requester: item.requester,
+    messageId: item.messageId ?? null,
+    ...(item.kind !== 'user' ? { kind: item.kind } : {}),
+  };
+}
+
+/** The run_failed event of a run whose holder died, and the record that goes to its transcript. */
+export function orphanFailure(orphan: OrphanedRun, sessionKey: string): { event: RunFailedEvent; record: NewTranscriptEntry } {
+  const message = `run ${orphan.run.runId} was abandoned: its process (pid ${orphan.run.pid} on ${orphan.run.hostname}) is gone`;
+  return {
+    event: { type: 'run_failed', runId: orphan.run.runId, sessionKey, sessionId: orphan.run.sessionId, status: 'failed', reason: 'orphaned', message },
+    record: runFailedRecord(orphan.run.runId, 'failed', 'orphaned', message),
+  };
+}
+
+export function runFailedRecord(runId: string, status: string, reason: string, message: string): NewTranscriptEntry {
+  return { type: 'custom', customType: 'run_failed', data: { runId, status, reason, message } };
+}

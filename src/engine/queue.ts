@@ -1,0 +1,238 @@
+// The durable queue as commands see it, across every agent's store: list, show, cancel a queued
+// item, abort a session (queued items first, then the active run), and busy keys for maintenance.
+
+import { SwitchboardError } from '../core/index.js';
+import type { ProtectedKey } from '../policy/index.js';
+import { normalizeExplicitSessionKey } from '../routing/index.js';
+import { readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
+import { knownAgentIds, storeFor, type EngineContext } from './context.js';
+import { learnLiveness, queueOf, runAlive, setQueue, type Liveness, type QueuedEntry } from './queue-state.js';
+import { queueRuntimeFor } from './runtime.js';
+import { findSession } from './sessions.js';
+
+/** One waiting item (cli.md `queue list --json`, plus agentId, kind and position). */
+export interface QueueListItem {
+  runId: string;
+  messageId: string | null;
+  requester: string;
+  sessionKey: string;
+  sessionId: string;
+  mode: string;
+  state: 'queued' | 'parked';
+  enqueuedAt: number;
+  text: string;
+  agentId: string;
+  kind: string;
+  /** 1 = next in its session's queue. */
+  position: number;
+}
+
+/** One active run (cli.md, plus agentId, hostname, lane and whether its process is alive). */
+export interface QueueActiveRun {
+  runId: string;
+  sessionKey: string;
+  sessionId: string;
+  pid: number;
+  startedAt: number;
+  agentId: string;
+  hostname: string;
+  lane: string;
+  /** false: its process is gone (the next ingest takes the session over); null: another host. */
+  alive: boolean | null;
+  abortRequested: boolean;
+}
+
+export interface QueueListing {
+  items: QueueListItem[];
+  active: QueueActiveRun[];
+}
+
+function stores(ctx: EngineContext): StoreLocation[] {
+  const seen = new Set<string>();
+  const list: StoreLocation[] = [];
+  for (const agentId of knownAgentIds(ctx)) {
+    const location = storeFor(ctx, agentId);
+    if (seen.has(location.storePath)) continue;
+    seen.add(location.storePath);
+    list.push(location);
+  }
+  return list;
+}
+
+function sessionFilter(ctx: EngineContext, session: string | undefined): ((key: string, entry: QueuedEntry) => boolean) | undefined {
+  if (session === undefined) return undefined;
+  const wanted = session.trim();
+  let key: string | undefined;
+  try {
+    key = normalizeExplicitSessionKey(wanted, ctx.table.defaultAgentId);
+  } catch {
+    key = undefined;
+  }
+  return (candidate, entry) => candidate === key || entry.sessionId === wanted;
+}
+
+function itemsOf(agentId: string, sessionKey: string, entry: QueuedEntry): QueueListItem[] {
+  return queueOf(entry).map((item, index) => ({
+    runId: item.runId,
+    messageId: item.messageId ?? null,
+    requester: item.requester,
+    sessionKey,
+    sessionId: item.sessionId,
+    mode: item.mode,
+    state: item.state,
+    enqueuedAt: item.enqueuedAt,
+    text: item.text,
+    agentId,
+    kind: item.kind,
+    position: index + 1,
+  }));
+}
+
+/** Waiting items and active runs of every agent's store (optionally of one session, by key or id). */
+export async function listQueue(ctx: EngineContext, options: { session?: string } = {}): Promise<QueueListing> {
+  const filter = sessionFilter(ctx, options.session);
+  const listing: QueueListing = { items: [], active: [] };
+  for (const location of stores(ctx)) {
+    const store = await readSessionStore(location.storePath);
+    const entries = Object.entries(store as Record<string, QueuedEntry>).filter(([key, entry]) => (filter ? filter(key, entry) : true));
+    const liveness: Liveness = new Map();
+    await learnLiveness(ctx, location, entries.filter(([, entry]) => entry.activeRun).map(([, entry]) => entry), liveness);
+    for (const [key, entry] of entries) {
+      listing.items.push(...itemsOf(location.agentId, key, entry));
+      const run = entry.activeRun;
+      if (run) {
+        const alive = runAlive(run, liveness);
+        listing.active.push({
+          runId: run.runId,
+          sessionKey: key,
+          sessionId: run.sessionId,
+          pid: run.pid,
+          startedAt: run.startedAt,
+          agentId: location.agentId,
+          hostname: run.hostname,
+          lane: run.lane,
+          alive: alive === undefined ? null : alive,
+          abortRequested: entry.abortRequested === run.runId,
+        });
+      }
+    }
+  }
+  listing.items.sort((a, b) => a.enqueuedAt - b.enqueuedAt || (a.sessionKey < b.sessionKey ? -1 : a.sessionKey > b.sessionKey ? 1 : a.position - b.position));
+  listing.active.sort((a, b) => a.startedAt - b.startedAt || (a.sessionKey < b.sessionKey ? -1 : 1));
+  return listing;
+}
+
+export type QueueLookup =
+  | { kind: 'item'; item: QueueListItem & Record<string, unknown> }
+  | { kind: 'active'; active: QueueActiveRun };
+
+/** A queued item (all its stored fields) or an active run, by runId; NOT_FOUND otherwise. */
+export async function showQueued(ctx: EngineContext, runId: string): Promise<QueueLookup> {
+  for (const location of stores(ctx)) {
+    const store = await readSessionStore(location.storePath);
+    for (const [key, value] of Object.entries(store)) {
+      const entry = value as QueuedEntry;
+      const index = queueOf(entry).findIndex((item) => item.runId === runId);
+      if (index >= 0) return { kind: 'item', item: { ...queueOf(entry)[index], ...itemsOf(location.agentId, key, entry)[index] } };
+    }
+  }
+  const listing = await listQueue(ctx);
+  const active = listing.active.find((run) => run.runId === runId);
+  if (active) return { kind: 'active', active };
+  throw new SwitchboardError('NOT_FOUND', `no queued item or active run with runId "${runId}"`, { hint: 'list them with `switchboard queue`' });
+}
+
+export interface CancelOutcome {
+  cancelled: QueueListItem;
+}
+
+/** Removes one queued (or parked) item; the session's active run continues. */
+export async function cancelQueued(ctx: EngineContext, runId: string): Promise<CancelOutcome> {
+  let activeHere: string | undefined;
+  for (const location of stores(ctx)) {
+    const cancelled = await updateSessionStore(location.storePath, (store: SessionStore) => {
+      for (const [key, value] of Object.entries(store)) {
+        const entry = value as QueuedEntry;
+        const queue = queueOf(entry);
+        const index = queue.findIndex((item) => item.runId === runId);
+        if (index < 0) {
+          if (entry.activeRun?.runId === runId) activeHere = key;
+          continue;
+        }
+        const listed = itemsOf(location.agentId, key, entry)[index];
+        const leasedBy = queue[index].leasedBy;
+        if (leasedBy !== undefined) {
+          throw new SwitchboardError('SESSION_BUSY', `"${runId}" is being injected into run ${leasedBy} at its next boundary and can no longer be cancelled`, {
+            hint: `\`switchboard queue abort --session ${key}\` stops the run, and it with it`,
+          });
+        }
+        setQueue(entry, queue.filter((_, i) => i !== index));
+        entry.updatedAt = ctx.clock.now();
+        return listed;
+      }
+      return undefined;
+    });
+    if (cancelled) return { cancelled };
+  }
+  if (activeHere !== undefined) {
+    throw new SwitchboardError('NOT_FOUND', `"${runId}" is the active run of ${activeHere}, not a queued item`, {
+      hint: `to stop it, run \`switchboard queue abort --session ${activeHere}\``,
+    });
+  }
+  throw new SwitchboardError('NOT_FOUND', `no queued item with runId "${runId}"`, { hint: 'list them with `switchboard queue`' });
+}
+
+export interface AbortOutcome {
+  sessionKey: string;
+  /** Queued items removed first, oldest first. */
+  cancelled: QueueListItem[];
+  /** The active run asked to stop (its owner aborts it within about 250 ms), or null. */
+  aborted: string | null;
+  /**
+   * Only when there are any: items the run had already taken for its next boundary, injected if
+   * that boundary comes first, else dropped with the run (reported as dropped, reason stopped).
+   */
+  withRun?: string[];
+}
+
+/**
+ * Stops a session: its queued items are cancelled FIRST, then the active run is asked to abort
+ * (entry.abortRequested, polled by the run's owner), so the drain cannot promote queued work into
+ * a session being stopped.
+ */
+export async function abortSession(ctx: EngineContext, keyOrId: string): Promise<AbortOutcome> {
+  const found = await findSession(ctx, keyOrId);
+  const outcome = await updateSessionStore(found.location.storePath, (store: SessionStore) => {
+    const entry = store[found.key] as QueuedEntry | undefined;
+    if (!entry) throw new SwitchboardError('NOT_FOUND', `session "${found.key}" was deleted meanwhile`);
+    const queue = queueOf(entry);
+    const listed = itemsOf(found.location.agentId, found.key, entry);
+    const cancelled = listed.filter((_, index) => queue[index].leasedBy === undefined);
+    const withRun = queue.filter((item) => item.leasedBy !== undefined);
+    setQueue(entry, withRun);
+    let aborted: string | null = null;
+    if (entry.activeRun) {
+      aborted = entry.activeRun.runId;
+      entry.abortRequested = aborted;
+      entry.stopRequested = aborted;
+    }
+    if (cancelled.length > 0 || aborted !== null) entry.updatedAt = ctx.clock.now();
+    const outcome: AbortOutcome = { sessionKey: found.key, cancelled, aborted };
+    if (withRun.length > 0) outcome.withRun = withRun.map((item) => item.runId);
+    return outcome;
+  });
+  if (outcome.aborted !== null) queueRuntimeFor(ctx).requestAbort(outcome.aborted, 'queue abort');
+  return outcome;
+}
+
+/** For maintenance: sessions with a run (`running`) or waiting work (`queued`) are never removed. */
+export async function queueBusyKeys(location: StoreLocation): Promise<ProtectedKey[]> {
+  const store = await readSessionStore(location.storePath);
+  const keys: ProtectedKey[] = [];
+  for (const [key, value] of Object.entries(store)) {
+    const entry = value as QueuedEntry;
+    if (entry.activeRun) keys.push({ key, reason: 'running' });
+    else if (queueOf(entry).length > 0 || entry.pendingReset) keys.push({ key, reason: 'queued' });
+  }
+  return keys;
+}

@@ -1,0 +1,436 @@
+// What the queue decides, as pure functions: the disposition of a message on an idle or busy
+// session, cap and drop, which waiting items form the next turn and when, and the prompt shapes.
+
+import type { DropPolicy, QueueMode } from './queue-settings.js';
+import type { PlanMessageKind } from './session-plan.js';
+
+export type QueueItemState = 'queued' | 'parked';
+/** `overflow` is the summary turn of messages dropped at the cap (drop `summarize`). */
+export type QueueItemKind = 'user' | 'cron' | 'heartbeat' | 'overflow';
+
+export interface QueueDeliveryContext {
+  channel: string;
+  to: string;
+  accountId?: string;
+  threadId?: string;
+  [extra: string]: unknown;
+}
+
+/** One waiting message, as stored in `entry.queue` (durable, in sessions.json). */
+export interface QueueItem {
+  runId: string;
+  messageId?: string;
+  /** Who asked: the sender's id, else its name, else the channel and peer. */
+  requester: string;
+  sessionKey: string;
+  /** The instance the item was admitted under; it is expired if that instance is rotated away. */
+  sessionId: string;
+  /** Epoch ms on switchboard's clock (`--now` pins it). */
+  enqueuedAt: number;
+  /** Epoch ms on the real wall clock: the quiet window is measured in real time even under `--now`. */
+  wallAt: number;
+  mode: QueueMode;
+  state: QueueItemState;
+  kind: QueueItemKind;
+  text: string;
+  sender?: { id?: string; name?: string };
+  channel: string;
+  threadId?: string;
+  /** The sender's own timestamp, if the message had one. */
+  timestamp?: number;
+  cronJobId?: string;
+  /** Where replies to this message go. */
+  deliveryContext?: QueueDeliveryContext;
+  /** Quiet window and its bound, as resolved when the item was admitted. */
+  debounceMs: number;
+  maxWaitMs: number;
+  /** overflow items: how many messages were dropped, and a one-line summary of each. */
+  dropped?: number;
+  summaries?: string[];
+  /**
+   * A parked item the active run has taken for injection at its next boundary: from then on it is
+   * the run's (cap drops and `queue cancel` leave it alone), so it cannot be both injected and
+   * reported dropped. Cleared when the run ends without injecting it (it becomes a followup).
+   */
+  leasedBy?: string;
+}
+
+/** A process, as far as another process on the same host can check that it is still alive. */
+export interface ProcessRef {
+  pid: number;
+  hostname: string;
+  /** Epoch ms the process started (tells a reused pid apart within one host). */
+  processStartTime: number;
+}
+
+export type LaneName = 'main' | 'cron';
+
+/** `entry.activeRun`: the one run of this session, while it is claimed or running. */
+export interface ActiveRunRecord extends ProcessRef {
+  runId: string;
+  sessionId: string;
+  startedAt: number;
+  lane: LaneName;
+}
+
+/** `entry.queueOwner`: the process that drains this session's queue (the session lane holder). */
+export interface QueueOwnerRecord extends ProcessRef {
+  since: number;
+}
+
+export type PendingResetReason = 'command' | 'daily' | 'idle' | 'cron';
+
+/** `entry.pendingReset`: a rotation asked for while a run was active, applied once it has ended. */
+export interface PendingReset {
+  reason: PendingResetReason;
+  previousSessionId: string;
+  newSessionId: string;
+  newSessionFile: string;
+  requestedAt: number;
+  model?: string;
+  /** A reset command abandons what waits under the old instance; a daily/idle/cron rotation drains it first. */
+  expireOld: boolean;
+}
+
+/** `entry.outbox`: transcript records waiting for the session write lock (held by a run elsewhere). */
+export interface OutboxItem {
+  id: string;
+  sessionId: string;
+  records: Record<string, unknown>[];
+}
+
+export type QueueDisposition = 'started' | 'recorded' | 'steered' | 'queued' | 'collected' | 'interrupted' | 'dropped';
+
+export interface AdmissionInput {
+  kind: PlanMessageKind;
+  mode: QueueMode;
+  cap: number;
+  dropPolicy: DropPolicy;
+  /** A live run is active on the session. */
+  activeRun: boolean;
+  /** The session's waiting items, oldest first. */
+  queue: readonly QueueItem[];
+  /** A rotation is pending (waits for the active run to end). */
+  pendingReset: boolean;
+  /** The message is a reset trigger (`/new`, `/reset`) that found the session busy. */
+  resetTrigger: boolean;
+  /** False when runs may not start now (`ingest --no-wait`): idle work waits in the queue. */
+  canStart: boolean;
+}
+
+export type Admission =
+  /** Idle: record the message and run it now. */
+  | { action: 'start' }
+  /** Idle system event: record it; it starts no run. */
+  | { action: 'record' }
+  /** Busy heartbeat/system event: never queued behind user work. */
+  | { action: 'drop'; reason: 'busy' }
+  /** Busy and the queue is at its cap with drop `new`. */
+  | { action: 'reject'; reason: 'cap' }
+  | {
+      action: 'enqueue';
+      state: QueueItemState;
+      disposition: 'steered' | 'queued' | 'collected' | 'interrupted';
+      /** Abort the active run (interrupt mode, reset trigger). */
+      abortActive: boolean;
+    };
+
+/** Items that count against the cap (the overflow summary does not). */
+export function waitingItems(queue: readonly QueueItem[]): QueueItem[] {
+  return queue.filter((item) => item.kind !== 'overflow');
+}
+
+/** The session is busy: a live run, anything waiting, or a rotation still to apply. */
+export function isBusy(input: Pick<AdmissionInput, 'activeRun' | 'queue' | 'pendingReset'>): boolean {
+  return input.activeRun || input.queue.length > 0 || input.pendingReset;
+}
+
+/**
+ * The disposition of one message (queue.md "Queue modes"). Busy = a live run, waiting items or a
+ * pending rotation; a message never overtakes waiting ones (FIFO, even for interrupt: it aborts the
+ * active run but queues behind what waits). A steer message is parked for injection only while
+ * everything ahead of it is parked too; behind a held followup it waits like one.
+ */
+export function planAdmission(input: AdmissionInput): Admission {
+  const busy = isBusy(input);
+  if (input.kind === 'heartbeat' || input.kind === 'system') {
+    if (busy) return { action: 'drop', reason: 'busy' };
+    if (input.kind === 'system') return { action: 'record' };
+    if (input.canStart) return { action: 'start' };
+  } else if (!busy && input.canStart) {
+    return { action: 'start' };
+  }
+  if (!busy) return { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };
+
+  if (waitingItems(input.queue).length >= input.cap && input.dropPolicy === 'new') return { action: 'reject', reason: 'cap' };
+  if (input.resetTrigger) return { action: 'enqueue', state: 'queued', disposition: input.activeRun ? 'interrupted' : 'queued', abortActive: input.activeRun };
+  switch (input.mode) {
+    case 'interrupt':
+      return { action: 'enqueue', state: 'queued', disposition: input.activeRun ? 'interrupted' : 'queued', abortActive: input.activeRun };
+    case 'collect':
+      return { action: 'enqueue', state: 'queued', disposition: 'collected', abortActive: false };
+    case 'followup':
+      return { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };
+    case 'steer': {
+      const canPark = input.activeRun && !input.pendingReset && input.queue.every((item) => item.state === 'parked');
+      return canPark
+        ? { action: 'enqueue', state: 'parked', disposition: 'steered', abortActive: false }
+        : { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };
+    }
+  }
+}
+
+export interface DroppedItem {
+  item: QueueItem;
+  reason: 'cap';
+  drop: DropPolicy;
+}
+
+/**
+ * Adds an admitted item at the end of the queue, first making room at the cap: `old` drops the
+ * oldest waiting items, `summarize` drops them too but keeps a one-line summary of each in the
+ * overflow item at the head of the queue (created when missing). `new` never gets here (rejected).
+ * Items leased by the active run are not dropped; when nothing else could make room, the
+ * incoming message is rejected instead (`rejected`, the queue unchanged).
+ */
+export function enqueueItem(
+  queue: readonly QueueItem[],
+  item: QueueItem,
+  settings: { cap: number; dropPolicy: DropPolicy },
+  overflowRunId: () => string,
+): { queue: QueueItem[]; dropped: DroppedItem[]; rejected: boolean } {
+  const cap = Math.max(1, settings.cap);
+  const evictable = queue.filter((candidate) => candidate.kind !== 'overflow' && candidate.leasedBy === undefined).length;
+  if (waitingItems(queue).length - evictable >= cap) return { queue: [...queue], dropped: [], rejected: true };
+  const next = [...queue];
+  const dropped: DroppedItem[] = [];
+  let waiting = waitingItems(next).length;
+  while (waiting >= cap) {
+    const index = next.findIndex((candidate) => candidate.kind !== 'overflow' && candidate.leasedBy === undefined);
+    if (index < 0) break;
+    const [victim] = next.splice(index, 1);
+    waiting -= 1;
+    dropped.push({ item: victim, reason: 'cap', drop: settings.dropPolicy });
+    if (settings.dropPolicy === 'summarize') {
+      let overflow = next[0]?.kind === 'overflow' ? { ...next[0] } : undefined;
+      if (overflow === undefined) {
+        overflow = {
+          runId: overflowRunId(),
+          requester: 'switchboard',
+          sessionKey: victim.sessionKey,
+          sessionId: victim.sessionId,
+          enqueuedAt: item.enqueuedAt,
+          wallAt: item.wallAt,
+          mode: 'followup',
+          state: 'queued',
+          kind: 'overflow',
+          text: '',
+          channel: victim.channel,
+          deliveryContext: victim.deliveryContext,
+          debounceMs: victim.debounceMs,
+          maxWaitMs: victim.maxWaitMs,
+          dropped: 0,
+          summaries: [],
+        };
+        next.unshift(overflow);
+      } else {
+        next[0] = overflow;
+      }
+      overflow.dropped = (overflow.dropped ?? 0) + 1;
+      overflow.summaries = [...(overflow.summaries ?? []), summaryLine(victim)];
+      overflow.text = overflowPrompt(overflow.dropped, overflow.summaries);
+    }
+  }
+  next.push(item);
+  return { queue: next, dropped, rejected: false };
+}
+
+export const SUMMARY_MAX_CHARS = 160;
+
+/** One line of at most 160 characters: `<sender>: <text>` with whitespace collapsed. */
+export function summaryLine(item: Pick<QueueItem, 'text' | 'sender' | 'requester'>): string {
+  const who = senderLabel(item.sender) ?? item.requester;
+  const line = `${who}: ${item.text}`.replace(/\s+/g, ' ').trim();
+  if (line.length <= SUMMARY_MAX_CHARS) return line;
+  return `${line.slice(0, SUMMARY_MAX_CHARS - 1).trimEnd()}…`;
+}
+
+/** The overflow turn (queue.md "Cap and drop"). */
+export function overflowPrompt(count: number, summaries: readonly string[]): string {
+  return [`[Queue overflow] Dropped ${count} message${count === 1 ? '' : 's'} due to cap.`, 'Summary:', ...summaries.map((line) => `- ${line}`)].join('\n');
+}
+
+export const COLLECT_HEADER = '[Queued messages while agent was busy]';
+
+export function senderLabel(sender: QueueItem['sender']): string | undefined {
+  const name = sender?.name?.trim();
+  if (name) return name;
+  const id = sender?.id?.trim();
+  return id || undefined;
+}
+
+/** The collect turn (queue.md): header, then per item `---`, `Queued #<n> (from <sender>)`, the text. */
+export function collectPrompt(items: readonly Pick<QueueItem, 'text' | 'sender' | 'requester'>[]): string {
+  const lines = [COLLECT_HEADER];
+  items.forEach((item, index) => {
+    lines.push('---', `Queued #${index + 1} (from ${senderLabel(item.sender) ?? item.requester})`, item.text);
+  });
+  return lines.join('\n');
+}
+
+/** The one sender of a batch, or undefined when the items came from different senders. */
+export function singleSender(items: readonly Pick<QueueItem, 'sender' | 'requester'>[]): QueueItem['sender'] | undefined {
+  if (items.length === 0) return undefined;
+  const identity = (item: Pick<QueueItem, 'sender' | 'requester'>) => item.sender?.id ?? item.sender?.name ?? `requester:${item.requester}`;
+  const first = identity(items[0]);
+  if (!items.every((item) => identity(item) === first)) return undefined;
+  return items[0].sender;
+}
+
+function routeKey(item: QueueItem): string {
+  const context = item.deliveryContext;
+  if (!context) return `channel:${item.channel}`;
+  return JSON.stringify([context.channel, context.to, context.accountId ?? null, context.threadId ?? null]);
+}
+
+export type TurnPlan =
+  | { kind: 'empty' }
+  /** Not yet: the quiet window runs until this wall-clock time. */
+  | { kind: 'wait'; untilWall: number }
+  /** These items form the next turn (in order); `rest` is what stays queued. */
+  | { kind: 'turn'; shape: 'single' | 'collect' | 'overflow'; items: QueueItem[]; rest: QueueItem[] };
+
+/**
+ * The next turn of an idle session's queue. The overflow summary goes first, at once; an
+ * interrupting message runs at once; otherwise the quiet window must pass: `debounceMs` (of the
+ * latest item) after the latest enqueue, but no later than `maxWaitMs` after the oldest waiting
+ * item. A collect item takes every collect item of the same delivery route from the run of
+ * collect items at the head; any other item (a parked steer message that missed its run is a
+ * followup now) is a turn of its own.
+ */
+export function planNextTurn(queue: readonly QueueItem[], nowWall: number, options: { afterOverflow?: boolean } = {}): TurnPlan {
+  if (queue.length === 0) return { kind: 'empty' };
+  const head = queue[0];
+  if (head.kind === 'overflow') {
+    // Under sustained input at the cap every arrival drops one more message and renews the
+    // summary; right after a summary turn, a regular turn that is ready goes first so that
+    // summaries cannot starve the messages they make room for.
+    if (options.afterOverflow && queue.length > 1) {
+      const regular = planNextTurn(queue.slice(1), nowWall);
+      if (regular.kind === 'turn') return { ...regular, rest: [head, ...regular.rest] };
+    }
+    return { kind: 'turn', shape: 'overflow', items: [head], rest: queue.slice(1) };
+  }
+  if (head.mode !== 'interrupt') {
+    let latest = head;
+    let oldestWall = head.wallAt;
+    for (const item of queue) {
+      if (item.wallAt >= latest.wallAt) latest = item;
+      oldestWall = Math.min(oldestWall, item.wallAt);
+    }
+    const quietAt = latest.wallAt + Math.max(0, latest.debounceMs);
+    const boundAt = oldestWall + Math.max(0, head.maxWaitMs);
+    const readyAt = Math.min(quietAt, boundAt);
+    if (nowWall < readyAt) return { kind: 'wait', untilWall: readyAt };
+  }
+  if (head.mode !== 'collect') return { kind: 'turn', shape: 'single', items: [head], rest: queue.slice(1) };
+  const key = routeKey(head);
+  const items: QueueItem[] = [];
+  const rest: QueueItem[] = [];
+  let inRun = true;
+  for (const item of queue) {
+    if (inRun && item.mode === 'collect' && item.kind !== 'overflow') {
+      if (routeKey(item) === key) items.push(item);
+      else rest.push(item);
+    } else {
+      inRun = false;
+      rest.push(item);
+    }
+  }
+  return { kind: 'turn', shape: 'collect', items, rest };
+}
+
+/** Splits the queue into what may still run in this address's instance(s) and what is pinned to a rotated one. */
+export function splitByInstance(queue: readonly QueueItem[], sessionId: string, pendingSessionId?: string): { keep: QueueItem[]; expired: QueueItem[] } {
+  const keep: QueueItem[] = [];
+  const expired: QueueItem[] = [];
+  for (const item of queue) {
+    if (item.sessionId === sessionId || (pendingSessionId !== undefined && item.sessionId === pendingSessionId)) keep.push(item);
+    else expired.push(item);
+  }
+  return { keep, expired };
+}
+
+/** The parked items at the head of the queue: what may be injected at the active run's next boundary. */
+export function parkedPrefix(queue: readonly QueueItem[], sessionId: string): QueueItem[] {
+  const prefix: QueueItem[] = [];
+  for (const item of queue) {
+    if (item.state !== 'parked' || item.sessionId !== sessionId) break;
+    prefix.push(item);
+  }
+  return prefix;
+}
+
+/** At the end of a run, parked items that were not injected become followups (one turn each, in order). */
+export function unparkAll(queue: readonly QueueItem[]): QueueItem[] {
+  return queue.map((item) => {
+    if (item.state !== 'parked') return item;
+    const { leasedBy: _leasedBy, ...rest } = item;
+    return { ...rest, state: 'queued' as const };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session commands: /stop and /send
+
+export type SendSetting = 'allow' | 'deny' | 'inherit';
+
+export type ControlCommand =
+  | { kind: 'stop' }
+  /** `/send on|off|inherit`; `value` undefined = report the current setting. */
+  | { kind: 'send'; value?: SendSetting }
+  | { kind: 'send-invalid'; argument: string };
+
+const SEND_VALUES: Readonly<Record<string, SendSetting>> = {
+  on: 'allow',
+  allow: 'allow',
+  yes: 'allow',
+  off: 'deny',
+  deny: 'deny',
+  no: 'deny',
+  inherit: 'inherit',
+  default: 'inherit',
+  reset: 'inherit',
+  clear: 'inherit',
+};
+
+/**
+ * `/stop` (first word; the rest is ignored) and `/send [on|off|inherit]` (first word, one
+ * argument), case-insensitive. Anything else is not a session command.
+ */
+export function parseControlCommand(text: string | undefined): ControlCommand | null {
+  if (typeof text !== 'string') return null;
+  const words = text.trim().split(/\s+/);
+  const first = (words[0] ?? '').toLowerCase();
+  if (first === '/stop') return { kind: 'stop' };
+  if (first !== '/send') return null;
+  if (words.length === 1) return { kind: 'send' };
+  const argument = words.slice(1).join(' ');
+  const key = words.length === 2 ? words[1].toLowerCase() : '';
+  if (key !== '' && Object.hasOwn(SEND_VALUES, key)) return { kind: 'send', value: SEND_VALUES[key] };
+  return { kind: 'send-invalid', argument };
+}
+
+/** `Sending: on (allow, session override)` and friends, for the `/send` reply. */
+export function describeSendSetting(override: unknown, effective: { decision: 'allow' | 'deny'; rule: number | null; source: string }): string {
+  const state = effective.decision === 'allow' ? 'on' : 'off';
+  const origin =
+    override === 'allow' || override === 'deny'
+      ? 'session override'
+      : effective.source === 'rule'
+        ? `rule ${effective.rule} of session.sendPolicy`
+        : effective.source === 'default'
+          ? 'session.sendPolicy default'
+          : 'no policy configured';
+  return `Sending: ${state} (${effective.decision}, ${origin})`;
+}

@@ -1,0 +1,311 @@
+// The client side of the socket: one connection, requests matched to answers by id, pushes handed
+// to listeners; plus the helpers behind `ingest --socket` and `send --socket`.
+
+import net from 'node:net';
+import {
+  EXIT_CODES,
+  LineSplitter,
+  SwitchboardError,
+  describeLineError,
+  isSwitchboardError,
+  readNdjson,
+  type ErrorCode,
+  type NdjsonLine,
+} from '../core/index.js';
+import { exitCodeFor, parseMessageLine, type ErrorEvent, type IngestEvent } from '../engine/index.js';
+import type { Push } from './protocol.js';
+
+export interface SwitchboardClient {
+  readonly socketPath: string;
+  /** Sends `{id, op, …params}`; resolves with `result`, rejects with a SwitchboardError built from `error`. */
+  request<T = unknown>(op: string, params?: Record<string, unknown>): Promise<T>;
+  /** Server-initiated lines (`{event, …}`), e.g. after `subscribe`. */
+  onPush(listener: (push: Push) => void): void;
+  /** Requests sent and not yet answered. */
+  readonly pending: number;
+  /** Closes the connection once the server has answered every request sent (pushes after that are not read). */
+  close(): Promise<void>;
+  /** Settles when the connection is gone (for whatever reason). */
+  readonly closed: Promise<void>;
+}
+
+/** Answers can be large (a long sessions listing); the cap only guards against a runaway peer. */
+const MAX_ANSWER_BYTES = 512 * 1024 * 1024;
+
+const START_HINT = 'start it with `switchboard serve` (same --state-dir), or give the right path with --socket';
+
+function unreachable(socketPath: string, err: NodeJS.ErrnoException): SwitchboardError {
+  if (err.code === 'EACCES' || err.code === 'EPERM') {
+    return new SwitchboardError('IO', `no permission to connect to ${socketPath}`, { cause: err, hint: 'the socket is private to the user who started the server' });
+  }
+  const why = err.code === 'ENOENT' ? 'no socket there' : err.code === 'ECONNREFUSED' ? 'nothing is listening' : err.message;
+  return new SwitchboardError('UNAVAILABLE', `no switchboard server at ${socketPath} (${why})`, { cause: err, hint: START_HINT, details: { socketPath, errno: err.code } });
+}
+
+/** An `{code, message, hint?}` from the wire as the error the CLI reports (unknown codes are INTERNAL). */
+export function errorFromWire(body: unknown): SwitchboardError {
+  const b = (body ?? {}) as { code?: unknown; message?: unknown; hint?: unknown };
+  const code = typeof b.code === 'string' && Object.hasOwn(EXIT_CODES, b.code) ? (b.code as ErrorCode) : 'INTERNAL';
+  const message = typeof b.message === 'string' ? b.message : 'the server answered with an error';
+  return new SwitchboardError(code, message, typeof b.hint === 'string' ? { hint: b.hint } : {});
+}
+
+/** Opens a connection. Nothing listening (ENOENT/ECONNREFUSED) → UNAVAILABLE (exit 69). */
+export function connectClient(socketPath: string): Promise<SwitchboardClient> {
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(socketPath);
+    const onConnectError = (err: NodeJS.ErrnoException): void => reject(unreachable(socketPath, err));
+    socket.once('error', onConnectError);
+    socket.once('connect', () => {
+      socket.off('error', onConnectError);
+      resolve(new Client(socketPath, socket));
+    });
+  });
+}
+
+interface Waiting {
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+}
+
+class Client implements SwitchboardClient {
+  private nextId = 1;
+  private readonly waiting = new Map<number, Waiting>();
+  private readonly listeners: ((push: Push) => void)[] = [];
+  private readonly splitter = new LineSplitter(MAX_ANSWER_BYTES);
+  /** Why the connection ended, when the server said (an `{id: null, error}` line). */
+  private lastError?: SwitchboardError;
+  private isClosed = false;
+  /** Called once the last waiting request is answered (set by close()). */
+  private drained?: () => void;
+  readonly closed: Promise<void>;
+
+  constructor(
+    readonly socketPath: string,
+    private readonly socket: net.Socket,
+  ) {
+    socket.on('data', (chunk: Buffer) => this.take(this.splitter.push(chunk)));
+    socket.on('end', () => {
+      this.take(this.splitter.end());
+      socket.end();
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      this.lastError ??= new SwitchboardError('UNAVAILABLE', `connection to ${socketPath} failed: ${err.message}`, { cause: err, hint: START_HINT });
+    });
+    this.closed = new Promise((resolve) => {
+      socket.on('close', () => {
+        this.isClosed = true;
+        const reason =
+          this.lastError ??
+          new SwitchboardError('UNAVAILABLE', `the server at ${socketPath} closed the connection before answering`, { hint: 'it may have stopped; check it and send again' });
+        for (const waiting of this.waiting.values()) waiting.reject(reason);
+        this.waiting.clear();
+        resolve();
+      });
+    });
+  }
+
+  get pending(): number {
+    return this.waiting.size;
+  }
+
+  private take(lines: NdjsonLine[]): void {
+    for (const line of lines) {
+      if ('error' in line) {
+        this.lastError = new SwitchboardError('UNAVAILABLE', `unreadable answer from the server: ${describeLineError(line.error, line.bytes, MAX_ANSWER_BYTES)}`);
+        this.socket.destroy();
+        return;
+      }
+      if (line.text.trim() === '') continue;
+      let message: Record<string, unknown>;
+      try {
+        message = JSON.parse(line.text) as Record<string, unknown>;
+      } catch {
+        this.lastError = new SwitchboardError('UNAVAILABLE', 'the server sent a line that is not JSON; is this a switchboard socket?');
+        this.socket.destroy();
+        return;
+      }
+      if (typeof message.event === 'string' && !('id' in message)) {
+        for (const listener of this.listeners) listener(message as Push);
+        continue;
+      }
+      const waiting = typeof message.id === 'number' ? this.waiting.get(message.id) : undefined;
+      if (waiting === undefined) {
+        // `{id: null, error}`: the server is telling us why it is about to hang up.
+        if (message.error !== undefined) this.lastError = errorFromWire(message.error);
+        continue;
+      }
+      this.waiting.delete(message.id as number);
+      if (message.error !== undefined) waiting.reject(errorFromWire(message.error));
+      else waiting.resolve(message.result);
+      if (this.waiting.size === 0) this.drained?.();
+    }
+  }
+
+  request<T = unknown>(op: string, params: Record<string, unknown> = {}): Promise<T> {
+    if (this.isClosed) {
+      return Promise.reject(this.lastError ?? new SwitchboardError('UNAVAILABLE', `the connection to ${this.socketPath} is closed`, { hint: START_HINT }));
+    }
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.socket.write(`${JSON.stringify({ ...params, id, op })}\n`);
+    });
+  }
+
+  onPush(listener: (push: Push) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    if (!this.isClosed) {
+      this.socket.end();
+      // The server keeps a subscriber's connection open after it stops sending, so do not wait
+      // for the server's end: once every request is answered, the connection is ours to cut.
+      if (this.waiting.size === 0) this.socket.destroy();
+      else this.drained = () => this.socket.destroy();
+    }
+    await this.closed;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ingest / send through a server
+
+export interface SocketIngestSummary {
+  exitCode: number;
+  results: number;
+  errors: number;
+  sessions: Set<string>;
+  resets: number;
+}
+
+export interface SocketIngestOptions {
+  /** Requests in flight at once (default 4); answers still come back in line order. */
+  window?: number;
+  /** Most messages per `ingest` request (default 500). */
+  batchMessages?: number;
+  /** Most message bytes per request (default 256 KiB; a single larger message goes alone). */
+  batchBytes?: number;
+}
+
+/** The error event `switchboard ingest` prints for a line, built from the engine's own parser. */
+function localErrorEvent(line: number, err: unknown): ErrorEvent {
+  const error = isSwitchboardError(err) ? err : new SwitchboardError('BAD_MESSAGE', String(err));
+  const event: ErrorEvent = { type: 'error', line, code: error.code, message: `line ${line}: ${error.message}` };
+  const jsonPath = error.details?.path;
+  if (typeof jsonPath === 'string') event.path = jsonPath;
+  return event;
+}
+
+/**
+ * Streams NDJSON lines to a server as `ingest` requests, numbered by input line, and hands the
+ * events to `onEvents` in line order, one call per answer, as soon as each arrives — the same
+ * events `switchboard ingest` prints. Lines that cannot be sent (over the cap, invalid UTF-8, not
+ * JSON) get their error event locally. Throws UNAVAILABLE when no server answers (nothing was
+ * taken then) or the connection drops (what was printed was taken; the rest was not).
+ */
+export async function ingestViaSocket(
+  socketPath: string,
+  input: AsyncIterable<Buffer | string>,
+  onEvents: (events: IngestEvent[]) => void | Promise<void>,
+  options: SocketIngestOptions = {},
+): Promise<SocketIngestSummary> {
+  const window = Math.max(1, options.window ?? 4);
+  const batchMessages = Math.max(1, options.batchMessages ?? 500);
+  const batchBytes = Math.max(1, options.batchBytes ?? 256 * 1024);
+  const client = await connectClient(socketPath);
+  const summary: SocketIngestSummary = { exitCode: 0, results: 0, errors: 0, sessions: new Set(), resets: 0 };
+  let batch: { first: number; messages: unknown[]; bytes: number } | undefined;
+
+  const deliver = async (events: IngestEvent[]): Promise<void> => {
+    for (const event of events) {
+      if (event.type === 'error') summary.errors++;
+      else {
+        summary.results++;
+        summary.sessions.add(event.sessionKey);
+        if (event.reset) summary.resets++;
+      }
+    }
+    summary.exitCode = exitCodeFor(events, summary.exitCode);
+    await onEvents(events);
+  };
+  // Answers are delivered in line order as they come; at most `window` wait undelivered. After a
+  // failure nothing more is delivered (the chain stays rejected) and the failure is thrown.
+  let tail: Promise<void> = Promise.resolve();
+  const undelivered: Promise<void>[] = [];
+  const addSlot = async (slot: Promise<IngestEvent[]>): Promise<void> => {
+    slot.catch(() => undefined);
+    tail = tail.then(async () => deliver(await slot));
+    tail.catch(() => undefined);
+    undelivered.push(tail);
+    while (undelivered.length > window) await undelivered.shift();
+  };
+  const flush = async (): Promise<void> => {
+    if (batch === undefined) return;
+    const { first, messages } = batch;
+    batch = undefined;
+    await addSlot(client.request<{ events: IngestEvent[] }>('ingest', { line: first, messages }).then((result) => result.events));
+  };
+
+  try {
+    await readNdjson(input, async (lines) => {
+      for (const item of lines) {
+        if ('error' in item) {
+          await flush();
+          await addSlot(Promise.resolve([localErrorEvent(item.line, new SwitchboardError('BAD_MESSAGE', describeLineError(item.error, item.bytes)))]));
+          continue;
+        }
+        if (item.text.trim() === '') {
+          await flush(); // a blank line keeps its number but breaks the run of consecutive lines
+          continue;
+        }
+        let message: unknown;
+        try {
+          message = JSON.parse(item.text);
+        } catch {
+          await flush();
+          let event: IngestEvent;
+          try {
+            parseMessageLine(item.text);
+            event = localErrorEvent(item.line, new SwitchboardError('BAD_MESSAGE', 'not JSON'));
+          } catch (err) {
+            event = localErrorEvent(item.line, err);
+          }
+          await addSlot(Promise.resolve([event]));
+          continue;
+        }
+        const bytes = Buffer.byteLength(item.text);
+        if (batch !== undefined && (item.line !== batch.first + batch.messages.length || batch.messages.length >= batchMessages || batch.bytes + bytes > batchBytes)) {
+          await flush();
+        }
+        batch ??= { first: item.line, messages: [], bytes: 0 };
+        batch.messages.push(message);
+        batch.bytes += bytes;
+      }
+      await flush();
+    });
+    await flush();
+    await tail;
+  } catch (err) {
+    if (!isSwitchboardError(err)) {
+      throw new SwitchboardError('IO', `reading input failed: ${(err as Error).message}`, { cause: err });
+    }
+    throw err;
+  } finally {
+    await client.close();
+  }
+  return summary;
+}
+
+/** One message to a server; `onEvents` gets its event. Returns the exit code `switchboard send` would. */
+export async function sendViaSocket(socketPath: string, message: Record<string, unknown>, onEvents: (events: IngestEvent[]) => void | Promise<void>): Promise<number> {
+  const client = await connectClient(socketPath);
+  try {
+    const { events } = await client.request<{ events: IngestEvent[] }>('ingest', { message, line: 1 });
+    await onEvents(events);
+    return exitCodeFor(events);
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,452 @@
+// `switchboard serve`: one process owning a Unix socket, answering NDJSON requests with the same
+// engine the CLI uses, pushing events to subscribers, reloading config and draining on stop.
+
+import net from 'node:net';
+import path from 'node:path';
+import { SwitchboardError, type NdjsonLine } from '../core/index.js';
+import {
+  configureQueue,
+  knownAgentIds,
+  queueRuntimeFor,
+  resumeOrphanedQueues,
+  storeFor,
+  waitForQueueWork,
+  type EngineContext,
+  type IngestEvent,
+  type QueueEvent,
+} from '../engine/index.js';
+import { ClientConnection, type ConnectionHost, type ConnectionLimits } from './connection.js';
+import { IngestQueue } from './ingest-queue.js';
+import { OP_HANDLERS, engineIngest, pushOf, type OpHost } from './ops.js';
+import { MAX_REQUEST_BYTES, encodeLine, errorBody, parseRequestLine, type Push, type Request, type Response } from './protocol.js';
+import { checkSocketPath, claimSocket, defaultSocketPath, prepareSocketFolder, removeOwnSocket, type SocketIdentity } from './socket-file.js';
+
+/** An engine context and the config file it was built from (null = built-in defaults). */
+export interface LoadedEngine {
+  engine: EngineContext;
+  configPath: string | null;
+}
+
+export interface ServerLimits extends ConnectionLimits {
+  /** Connections beyond this are answered with UNAVAILABLE and closed. */
+  maxClients: number;
+  /** Messages in one `ingest` request. */
+  maxMessagesPerRequest: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  maxRequestBytes: MAX_REQUEST_BYTES,
+  highWaterBytes: 1024 * 1024,
+  maxQueuedBytes: 16 * 1024 * 1024,
+  maxPendingRequests: 1_024,
+  maxPendingBytes: 8 * 1024 * 1024,
+  maxClients: 1_024,
+  maxMessagesPerRequest: 10_000,
+};
+
+export const DEFAULT_GRACE_MS = 10_000;
+
+export interface StartServerOptions {
+  /** Builds the engine context from the config; called at start and on every reload. */
+  loadEngine: () => Promise<LoadedEngine>;
+  /** Default: `<state>/switchboard.sock` of the first loaded engine. */
+  socketPath?: string;
+  /** Reported by `status`. */
+  version?: string;
+  /** Start, stop and reload lines (the caller decides about --quiet). */
+  log?: (line: string) => void;
+  /** Failures worth a line even under --quiet: a rejected reload, an internal error. */
+  warn?: (line: string) => void;
+  limits?: Partial<ServerLimits>;
+}
+
+export interface StopOptions {
+  /** How long in-flight requests may take before they are aborted (default 10 s). */
+  graceMs?: number;
+  /** Named in the log line and the `shutdown` push (for example the signal). */
+  reason?: string;
+}
+
+export interface StopSummary {
+  reason: string;
+  /** Runs of this process still going when the grace period ran out (asked to abort). */
+  runsAborted: number;
+  /** Clients connected when the stop began. */
+  clients: number;
+  /** Requests answered normally after the stop began. */
+  finished: number;
+  /** Requests answered with UNAVAILABLE because the grace period ran out. */
+  aborted: number;
+}
+
+export interface SwitchboardServer {
+  readonly socketPath: string;
+  status(): Record<string, unknown>;
+  /** Loads the config again; a bad config is reported and the running one kept (false). */
+  reload(): Promise<boolean>;
+  /** Stops accepting, answers what was received within the grace period, closes clients, removes the socket. */
+  stop(options?: StopOptions): Promise<StopSummary>;
+  /** Ends the grace period of a running stop now (a second SIGTERM). */
+  abortNow(): void;
+  /** Settles when the server has stopped. */
+  readonly stopped: Promise<StopSummary>;
+}
+
+class Server implements ConnectionHost, OpHost, SwitchboardServer {
+  readonly limits: ServerLimits;
+  readonly clients = new Set<ClientConnection>();
+  readonly stopped: Promise<StopSummary>;
+  private resolveStopped!: (summary: StopSummary) => void;
+  private readonly startedAt = Date.now();
+  private nextClientId = 1;
+  private draining = false;
+  private stopping?: Promise<StopSummary>;
+  private endGrace?: () => void;
+  private aborted = false;
+  private readonly abortWaiters = new Set<() => void>();
+  private readonly ingestQueue = new IngestQueue(engineIngest);
+  /** Every engine context this server has used (a reload adds one; runs of the old one go on). */
+  private readonly engines = new Set<EngineContext>();
+  /** Runs started in this process and not ended yet, with the engine that runs them. */
+  private readonly activeRuns = new Map<string, EngineContext>();
+  private reloading: Promise<boolean> = Promise.resolve(true);
+  private readonly counters = {
+    connections: 0,
+    requests: 0,
+    answered: 0,
+    errors: 0,
+    badRequests: 0,
+    inFlight: 0,
+    aborted: 0,
+    results: 0,
+    messageErrors: 0,
+    pushes: 0,
+    reloads: 0,
+    failedReloads: 0,
+  };
+
+  constructor(
+    private current: LoadedEngine,
+    readonly socketPath: string,
+    private readonly netServer: net.Server,
+    private readonly identity: SocketIdentity,
+    private readonly options: StartServerOptions,
+    early: net.Socket[],
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, ...definedOnly(options.limits ?? {}) };
+    this.attach(current.engine);
+    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
+    netServer.on('connection', (socket) => this.accept(socket));
+    for (const socket of early) this.accept(socket);
+    netServer.on('error', (err) => this.warn(`switchboard serve: socket error: ${err.message}`));
+  }
+
+  /** Runs and queue drains of this engine report to the server, which pushes them to subscribers. */
+  private attach(engine: EngineContext): void {
+    this.engines.add(engine);
+    configureQueue(engine, {
+      noWait: false,
+      sink: (event: QueueEvent) => {
+        if (event.type === 'run_started') this.activeRuns.set(event.runId, engine);
+        else if (event.type === 'run_ended') this.activeRuns.delete(event.runId);
+        this.publish(event);
+      },
+    });
+  }
+
+  /** Takes over queues whose owner died (a killed server, a crashed ingest): they run here now. */
+  async resumeQueues(): Promise<number> {
+    try {
+      return await resumeOrphanedQueues(this.current.engine);
+    } catch (err) {
+      this.warn(`switchboard serve: could not resume waiting queues: ${errorBody(err).message}`);
+      return 0;
+    }
+  }
+
+  private queuesIdle(): Promise<unknown> {
+    return Promise.all([...this.engines].map((engine) => waitForQueueWork(engine)));
+  }
+
+  get maxMessagesPerRequest(): number {
+    return this.limits.maxMessagesPerRequest;
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line);
+  }
+
+  private warn(line: string): void {
+    (this.options.warn ?? this.options.log)?.(line);
+  }
+
+  private accept(socket: net.Socket): void {
+    const refuse = (message: string, hint: string): void => {
+      socket.on('error', () => undefined);
+      socket.end(encodeLine({ id: null, error: { code: 'UNAVAILABLE', message, hint } }));
+      setTimeout(() => socket.destroy(), 1_000).unref();
+    };
+    if (this.draining) return refuse('the server is stopping', 'try again once it has been restarted');
+    if (this.clients.size >= this.limits.maxClients) return refuse(`too many clients (${this.limits.maxClients})`, 'close idle connections, or try again later');
+    this.counters.connections++;
+    this.clients.add(new ClientConnection(socket, this.nextClientId++, this));
+  }
+
+  // ConnectionHost
+
+  async handle(request: Request, client: ClientConnection): Promise<Response> {
+    this.counters.requests++;
+    this.counters.inFlight++;
+    const engine = this.current.engine;
+    try {
+      const work = Promise.resolve().then(() => OP_HANDLERS[request.op](request.params, { engine, client, host: this }));
+      const result = await this.unlessAborted(work);
+      return { id: request.id, result: result ?? null };
+    } catch (err) {
+      this.counters.errors++;
+      const body = errorBody(err);
+      if (body.code === 'INTERNAL') {
+        const cause = err instanceof SwitchboardError && err.cause instanceof Error ? err.cause : err;
+        this.warn(`switchboard serve: internal error in op ${request.op}: ${cause instanceof Error ? cause.stack : String(cause)}`);
+      }
+      return { id: request.id, error: body };
+    } finally {
+      this.counters.inFlight--;
+      this.counters.answered++;
+    }
+  }
+
+  /** Once the grace period is over, a request still running is answered at once (its work may still land). */
+  private unlessAborted<T>(work: Promise<T>): Promise<T> {
+    const aborted = (): SwitchboardError => {
+      this.counters.aborted++;
+      return new SwitchboardError('UNAVAILABLE', 'the server stopped before this request finished (grace period over); its outcome is unknown', {
+        hint: 'send it again to a running server; a repeated messageId is recognised as a duplicate',
+      });
+    };
+    if (this.aborted) {
+      work.catch(() => undefined);
+      return Promise.reject(aborted());
+    }
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => reject(aborted());
+      this.abortWaiters.add(onAbort);
+      work.then(
+        (value) => {
+          this.abortWaiters.delete(onAbort);
+          resolve(value);
+        },
+        (err) => {
+          this.abortWaiters.delete(onAbort);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  rejected(): void {
+    this.counters.badRequests++;
+  }
+
+  closed(client: ClientConnection): void {
+    this.clients.delete(client);
+  }
+
+  // OpHost
+
+  ingest(engine: EngineContext, lines: NdjsonLine[]): Promise<IngestEvent[]> {
+    return this.ingestQueue.submit(engine, lines);
+  }
+
+  publish(event: IngestEvent | QueueEvent): void {
+    if (event.type === 'result') this.counters.results++;
+    else if (event.type === 'error') {
+      // A bad line is the sender's business: it gets the error in its answer, nobody else does.
+      this.counters.messageErrors++;
+      return;
+    }
+    const key = (event as { sessionKey?: unknown }).sessionKey;
+    if (typeof key !== 'string') return;
+    let push: Push | undefined;
+    let line: string | undefined;
+    for (const client of this.clients) {
+      const subscription = client.subscription;
+      if (subscription === null || (subscription !== 'all' && !subscription.has(key))) continue;
+      push ??= pushOf(event);
+      line ??= encodeLine(push);
+      this.counters.pushes++;
+      client.push(push, line);
+    }
+  }
+
+  status(): Record<string, unknown> {
+    const engine = this.current.engine;
+    let subscribers = 0;
+    for (const client of this.clients) if (client.subscription !== null) subscribers++;
+    return {
+      pid: process.pid,
+      version: this.options.version ?? null,
+      socket: this.socketPath,
+      stateDir: engine.stateDir,
+      config: this.current.configPath,
+      startedAt: new Date(this.startedAt).toISOString(),
+      uptimeMs: Date.now() - this.startedAt,
+      draining: this.draining,
+      stores: knownAgentIds(engine).map((agentId) => ({ agentId, path: storeFor(engine, agentId).storePath })),
+      clients: this.clients.size,
+      subscribers,
+      connections: this.counters.connections,
+      requests: {
+        total: this.counters.requests + this.counters.badRequests,
+        inFlight: this.counters.inFlight,
+        errors: this.counters.errors,
+        badRequests: this.counters.badRequests,
+      },
+      messages: { results: this.counters.results, errors: this.counters.messageErrors, queued: this.ingestQueue.queued },
+      pushes: this.counters.pushes,
+      activeRuns: this.activeRuns.size,
+      reloads: { applied: this.counters.reloads, rejected: this.counters.failedReloads },
+    };
+  }
+
+  reload(): Promise<boolean> {
+    // One reload at a time, in the order asked for.
+    this.reloading = this.reloading.then(async () => {
+      try {
+        const next = await this.options.loadEngine();
+        this.attach(next.engine);
+        this.current = next;
+        this.counters.reloads++;
+        this.log(`switchboard serve: config reloaded from ${next.configPath ?? '(built-in defaults)'}`);
+        return true;
+      } catch (err) {
+        this.counters.failedReloads++;
+        this.warn(`switchboard serve: config reload rejected, keeping the running config: ${errorBody(err).message}`);
+        return false;
+      }
+    });
+    return this.reloading;
+  }
+
+  abortNow(): void {
+    this.endGrace?.();
+  }
+
+  stop(options: StopOptions = {}): Promise<StopSummary> {
+    this.stopping ??= this.drainAndClose(options.graceMs ?? DEFAULT_GRACE_MS, options.reason ?? 'stop');
+    return this.stopping;
+  }
+
+  private async drainAndClose(graceMs: number, reason: string): Promise<StopSummary> {
+    this.draining = true;
+    const clients = [...this.clients];
+    const answeredBefore = this.counters.answered;
+    for (const client of clients) client.freeze();
+    const allIdle = (): Promise<unknown> => Promise.all(clients.map((client) => client.whenIdle()));
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<'timeout'>((resolve) => {
+      this.endGrace = () => resolve('timeout');
+      timer = setTimeout(() => resolve('timeout'), Math.max(0, graceMs));
+    });
+    // Received requests are answered and this process's runs finish; queued work stays in the store.
+    const outcome = await Promise.race([Promise.all([allIdle(), this.queuesIdle()]).then(() => 'idle' as const), graceOver]);
+    clearTimeout(timer);
+    let runsAborted = 0;
+    if (outcome === 'timeout') {
+      runsAborted = this.activeRuns.size;
+      this.aborted = true;
+      for (const abort of [...this.abortWaiters]) abort();
+      this.abortWaiters.clear();
+      for (const [runId, engine] of this.activeRuns) queueRuntimeFor(engine).requestAbort(runId, 'server stopping');
+      // Aborted and waiting requests are answered at once; a client that reads nothing is not waited
+      // for; aborted runs get a moment to report their end to subscribers.
+      await Promise.race([Promise.all([allIdle(), this.queuesIdle()]), delay(this.activeRuns.size > 0 ? 3_000 : 500)]);
+    }
+    const notice: Push = { event: 'shutdown', reason };
+    const answerWaiting = (item: NdjsonLine): Response | null => {
+      const parsed = parseRequestLine(item);
+      return 'request' in parsed ? { id: parsed.request.id, error: { code: 'UNAVAILABLE', message: 'the server stopped before handling this request' } } : null;
+    };
+    for (const client of clients) client.close(notice, answerWaiting);
+    await Promise.race([Promise.all(clients.map((client) => client.whenClosed())), delay(1_500)]);
+    for (const client of this.clients) client.destroy();
+    // Closing the listener removes the socket file (libuv unlinks what it bound).
+    await Promise.race([new Promise<void>((resolve) => this.netServer.close(() => resolve())), delay(1_000)]);
+    await removeOwnSocket(this.socketPath, this.identity);
+    const summary: StopSummary = {
+      reason,
+      clients: clients.length,
+      finished: this.counters.answered - answeredBefore - this.counters.aborted,
+      aborted: this.counters.aborted,
+      runsAborted,
+    };
+    this.log(
+      `switchboard serve: stopped (${reason}): ${summary.finished} request(s) finished, ${summary.aborted} aborted, ${summary.clients} client(s) closed${runsAborted > 0 ? `, ${runsAborted} run(s) aborted` : ''}`,
+    );
+    this.resolveStopped(summary);
+    return summary;
+  }
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/**
+ * Loads the config, claims the socket (refusing if a live server owns it, replacing a dead one's
+ * file) and starts answering. Errors: CONFIG_INVALID for a bad config, STORE_BUSY (exit 75) when
+ * another server is listening, USAGE for a bad socket path, IO for folder or socket trouble.
+ */
+export async function startServer(options: StartServerOptions): Promise<SwitchboardServer> {
+  const loaded = await options.loadEngine();
+  const stateDir = path.resolve(loaded.engine.stateDir);
+  const socketPath = checkSocketPath(options.socketPath ?? defaultSocketPath(stateDir));
+  const folder = path.dirname(socketPath);
+  const notes: string[] = [];
+  // The state dir is switchboard's own; a folder we create for the socket is too.
+  const prepared = await prepareSocketFolder(folder, { ownedByUs: folder === stateDir });
+  if (prepared.repaired) notes.push(`made ${folder} private (0700)`);
+  const netServer = net.createServer({ allowHalfOpen: true });
+  // Clients may connect as soon as the socket is bound, before the server below exists.
+  const early: net.Socket[] = [];
+  const holdEarly = (socket: net.Socket): void => void early.push(socket);
+  netServer.on('connection', holdEarly);
+  const identity = await claimSocket(netServer, socketPath, () => notes.push('replaced the stale socket of a server that is gone'));
+  netServer.off('connection', holdEarly);
+  const server = new Server(loaded, socketPath, netServer, identity, options, early);
+  const resumed = await server.resumeQueues();
+  if (resumed > 0) notes.push(`resumed ${resumed} waiting queue(s)`);
+  options.log?.(
+    `switchboard serve: listening on ${socketPath} (pid ${process.pid}, config ${loaded.configPath ?? '(built-in defaults)'}, state ${stateDir})${notes.length > 0 ? `; ${notes.join('; ')}` : ''}`,
+  );
+  return server;
+}
+
+/**
+ * Ties a server to the process's signals until it stops: SIGTERM/SIGINT stop it (a second one
+ * ends the grace period at once), SIGHUP reloads the config.
+ */
+export function stopOnSignals(server: SwitchboardServer, options: { graceMs?: number } = {}): Promise<StopSummary> {
+  const onStop = (signal: NodeJS.Signals): void => {
+    if (stopRequested) {
+      server.abortNow();
+      return;
+    }
+    stopRequested = true;
+    void server.stop({ graceMs: options.graceMs, reason: signal });
+  };
+  const onReload = (): void => void server.reload();
+  let stopRequested = false;
+  process.on('SIGTERM', onStop);
+  process.on('SIGINT', onStop);
+  process.on('SIGHUP', onReload);
+  return server.stopped.finally(() => {
+    process.off('SIGTERM', onStop);
+    process.off('SIGINT', onStop);
+    process.off('SIGHUP', onReload);
+  });
+}
