@@ -2,7 +2,7 @@
 // signals, real clients (raw sockets and src/server/client.ts), the store checked on disk.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -12,20 +12,13 @@ import { withLock } from '../../src/store/index.js';
 import { BIN, REPO_ROOT, jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
 
 const FIXTURES = path.join(REPO_ROOT, 'dist', 'test', 'fixtures');
-/** Stand-in entry used only while bin/switchboard does not have `serve` / `--socket` registered yet. */
-const SERVE_CLI_FIXTURE = path.join(FIXTURES, 'serve-cli.js');
 const LIMITS_FIXTURE = path.join(FIXTURES, 'serve-limits.js');
 const EXAMPLE_CONFIG = path.join(REPO_ROOT, 'examples', 'switchboard.json5');
 const EXAMPLE_MESSAGES = path.join(REPO_ROOT, 'examples', 'alice.ndjson');
 const NOW = '2026-11-30T10:00:00Z';
 
-/** bin/switchboard once it has the command, else the stand-in with the same code paths. */
-function entryFor(args: string[], marker: string): string {
-  const help = spawnSync(process.execPath, [BIN, ...args, '--help'], { encoding: 'utf8' });
-  return help.status === 0 && help.stdout.includes(marker) ? BIN : SERVE_CLI_FIXTURE;
-}
-let SERVE_ENTRY = BIN;
-let SOCKET_CLIENT_ENTRY = BIN;
+const SERVE_ENTRY = BIN;
+const SOCKET_CLIENT_ENTRY = BIN;
 
 function cleanEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', UV_THREADPOOL_SIZE: '16' };
@@ -227,11 +220,6 @@ function canonical(value: unknown): unknown {
 }
 
 const line = (message: Record<string, unknown>) => JSON.stringify(message);
-
-before(() => {
-  SERVE_ENTRY = entryFor(['serve'], '--grace');
-  SOCKET_CLIENT_ENTRY = entryFor(['ingest'], '--socket');
-});
 
 after(async () => {
   await Promise.all([...running].map((server) => server.stop()));
