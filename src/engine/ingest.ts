@@ -728,25 +728,16 @@ async function archiveRotated(ctx: EngineContext, rotation: { file: string; sess
 }
 
 function resultOf(item: Addressed, persisted: boolean): ResultEvent {
-  const plan = item.plan;
-  const outcome = item.outcome;
-  if (plan && outcome) {
-    return {
-      type: 'result',
-      line: item.line,
-      ok: true,
-      messageId: item.message.messageId ?? null,
-      runId: item.runId,
-      agentId: item.agentId,
-      sessionKey: item.sessionKey,
-      sessionId: outcome.sessionId,
-      matchedBy: item.matchedBy,
-      reset: outcome.reset,
-      disposition: outcome.disposition,
-      persisted,
-    };
-  }
+  const { plan, outcome } = item;
   const rotation = plan?.rotation;
+  // With a queue outcome (runner agents) the queue decided; record-only messages follow the plan.
+  const decided = plan && outcome
+    ? { sessionId: outcome.sessionId, reset: outcome.reset, disposition: outcome.disposition }
+    : {
+        sessionId: plan ? plan.entry.sessionId : null,
+        reset: rotation && rotation.reason !== 'cron' ? { reason: rotation.reason, previousSessionId: rotation.previousSessionId } : null,
+        disposition: (plan?.duplicate ? 'duplicate' : plan?.commandOnly ? 'command' : 'recorded') as Disposition,
+      };
   return {
     type: 'result',
     line: item.line,
@@ -755,10 +746,10 @@ function resultOf(item: Addressed, persisted: boolean): ResultEvent {
     runId: item.runId,
     agentId: item.agentId,
     sessionKey: item.sessionKey,
-    sessionId: plan ? plan.entry.sessionId : null,
+    sessionId: decided.sessionId,
     matchedBy: item.matchedBy,
-    reset: rotation && rotation.reason !== 'cron' ? { reason: rotation.reason, previousSessionId: rotation.previousSessionId } : null,
-    disposition: plan?.duplicate ? 'duplicate' : plan?.commandOnly ? 'command' : 'recorded',
+    reset: decided.reset,
+    disposition: decided.disposition,
     persisted,
   };
 }

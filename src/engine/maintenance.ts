@@ -16,6 +16,7 @@ import {
   type PlannedSession,
   type ProtectedKey,
   type SessionAction,
+  type DiskBudgetPlan,
 } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import {
@@ -83,17 +84,8 @@ export interface CleanupAction {
   transcriptBytes: number;
 }
 
-export interface DiskBudgetSummary {
-  totalBytesBefore: number;
-  totalBytesAfter: number;
-  removedFiles: number;
-  removedEntries: number;
-  freedBytes: number;
-  maxBytes: number;
-  highWaterBytes: number;
-  overBudget: boolean;
-  protectedBytes: number;
-}
+/** The `diskBudget` of the JSON summary: exactly the plan's budget figures. */
+export type DiskBudgetSummary = DiskBudgetPlan;
 
 /** OpenClaw's cleanup summary plus a few additions (after `applied`). */
 export interface CleanupStoreSummary {

@@ -1,17 +1,10 @@
 // The runner protocol's wire format: classifies one stdout line as an event, plain text or a
 // malformed event, and builds the lines switchboard writes to a runner's stdin.
 
-import type { RunInit, RunMessage } from './types.js';
+import type { RunEvent, RunInit, RunMessage } from './types.js';
 
 /** Events a runner may send, as parsed from one line (`done` ends the run; it is not re-emitted). */
-export type RunnerLineEvent =
-  | { type: 'hello'; steering: boolean }
-  | { type: 'tool_call'; id: string; name: string; args: unknown }
-  | { type: 'tool_result'; id: string; output: unknown; isError?: boolean }
-  | { type: 'boundary' }
-  | { type: 'assistant'; text: string }
-  | { type: 'reply'; text: string }
-  | { type: 'done' };
+export type RunnerLineEvent = Exclude<RunEvent, { type: 'stderr' } | { type: 'end' }> | { type: 'done' };
 
 export type ParsedLine =
   | { kind: 'event'; event: RunnerLineEvent }

@@ -65,5 +65,3 @@ export interface SessionEntry {
 /** sessions.json: sessionKey → SessionEntry. */
 export type SessionStore = Record<string, SessionEntry>;
 
-/** What listing readers get from the shared cache: frozen, so nobody edits it by accident. */
-export type ReadonlySessionStore = Readonly<Record<string, Readonly<SessionEntry>>>;

@@ -8,12 +8,12 @@ import writeFileAtomic from 'write-file-atomic';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../core/index.js';
 import { withLock } from './lock.js';
 import { DIR_MODE, FILE_MODE, resolveInside } from './paths.js';
-import type { ReadonlySessionStore, SessionStore } from './session-entry.js';
+import type { SessionStore } from './session-entry.js';
 
 // ---------------------------------------------------------------------------------------------
 // File-system seam
 
-/** What a listing cache compares to decide the file did not change. */
+/** What the store needs to know of a file: it exists, and what it is. */
 export interface FileIdentity {
   size: number;
   mtimeMs: number;
@@ -211,49 +211,6 @@ export async function readSessionStore(storePath: string, options: ReadSessionSt
   const absolutePath = path.resolve(storePath);
   const bytes = await readStoreBytes(options.fs ?? nodeStoreFileSystem, absolutePath);
   return bytes === null ? {} : decodeAndParse(bytes, absolutePath).store;
-}
-
-const listingCache = new Map<string, { identity: FileIdentity; store: ReadonlySessionStore }>();
-const EMPTY_STORE: ReadonlySessionStore = Object.freeze({});
-
-function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
-  return a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
-
-/**
- * Reads sessions.json for listings through an in-memory cache validated by inode, size, mtime
- * and ctime (every replace makes a new inode). The result is shared and frozen. Never use it for
- * identity decisions (which sessionId is current): those read through readSessionStore().
- */
-export async function readSessionStoreForListing(
-  storePath: string,
-  options: ReadSessionStoreOptions = {},
-): Promise<ReadonlySessionStore> {
-  const absolutePath = path.resolve(storePath);
-  const fs = options.fs ?? nodeStoreFileSystem;
-  let identity: FileIdentity;
-  try {
-    // stat before read: if the file is replaced in between, we cache newer content under an
-    // older identity, which only costs one extra reload next time — never a stale answer.
-    identity = await fs.stat(absolutePath);
-  } catch (err) {
-    listingCache.delete(absolutePath);
-    if (errnoOf(err) === 'ENOENT') return EMPTY_STORE;
-    throw ioError(err, 'stat', absolutePath);
-  }
-  const cached = listingCache.get(absolutePath);
-  if (cached !== undefined && sameIdentity(cached.identity, identity)) return cached.store;
-  const store = deepFreeze(await readSessionStore(absolutePath, { fs })) as ReadonlySessionStore;
-  listingCache.set(absolutePath, { identity, store });
-  return store;
 }
 
 // ---------------------------------------------------------------------------------------------

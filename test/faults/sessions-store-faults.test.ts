@@ -13,7 +13,6 @@ import { SwitchboardError } from '../../src/core/index.js';
 import {
   nodeStoreFileSystem,
   readSessionStore,
-  readSessionStoreForListing,
   updateSessionStore,
   type StoreFileSystem,
 } from '../../src/store/index.js';
@@ -129,7 +128,6 @@ describe('case 2: a damaged sessions.json is STORE_CORRUPT (exit 65) and is neve
       const corrupt = (err: unknown): boolean =>
         isCode('STORE_CORRUPT', 65)(err) && /switchboard doctor --repair/.test((err as SwitchboardError).hint ?? '');
       await assert.rejects(readSessionStore(storePath), corrupt);
-      await assert.rejects(readSessionStoreForListing(storePath), corrupt);
       let mutatorRan = false;
       await assert.rejects(
         updateSessionStore(storePath, (store) => {

@@ -11,7 +11,6 @@ import {
   getSessionStoreStats,
   nodeStoreFileSystem,
   readSessionStore,
-  readSessionStoreForListing,
   updateSessionStore,
   type SessionEntry,
   type StoreFileSystem,
@@ -53,7 +52,6 @@ describe('reading and writing sessions.json', () => {
   test('a missing store reads as {} and is not created by reading or by an update that changes nothing', async () => {
     const storePath = await newStorePath();
     assert.deepEqual(await readSessionStore(storePath), {});
-    assert.deepEqual(await readSessionStoreForListing(storePath), {});
     assert.equal(await updateSessionStore(storePath, (store) => Object.keys(store).length), 0);
     await assert.rejects(stat(storePath), { code: 'ENOENT' });
   });
@@ -146,7 +144,6 @@ describe('reading and writing sessions.json', () => {
       await writeFile(storePath, bytes);
       const corrupt = isCode('STORE_CORRUPT', 65);
       await assert.rejects(readSessionStore(storePath), corrupt, name);
-      await assert.rejects(readSessionStoreForListing(storePath), corrupt, name);
       let called = false;
       await assert.rejects(
         updateSessionStore(storePath, () => {
@@ -254,25 +251,4 @@ describe('in-process serialisation and batching', () => {
   });
 });
 
-describe('listing reader cache', () => {
-  test('serves the cached, frozen object while the file is unchanged and reloads after a replace', async () => {
-    const storePath = await newStorePath();
-    await updateSessionStore(storePath, (store) => {
-      store.k = entry('s-1', { origin: { channel: 'telegram' } });
-    });
-    const first = await readSessionStoreForListing(storePath);
-    const second = await readSessionStoreForListing(storePath);
-    assert.equal(second, first, 'unchanged file: the same cached object');
-    assert.ok(Object.isFrozen(first) && Object.isFrozen(first.k) && Object.isFrozen(first.k!.origin));
-    await updateSessionStore(storePath, (store) => {
-      store.k!.displayName = 'renamed';
-    });
-    const third = await readSessionStoreForListing(storePath);
-    assert.notEqual(third, first);
-    assert.equal(third.k!.displayName, 'renamed');
-    // Decisions read through readSessionStore: a fresh, mutable copy every time.
-    const forDecisions = await readSessionStore(storePath);
-    assert.notEqual(forDecisions, third);
-    assert.equal(Object.isFrozen(forDecisions), false);
-  });
-});
+
