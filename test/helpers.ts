@@ -1,10 +1,12 @@
 // Shared test helpers: temp dirs and running the real bin/switchboard as a child process.
 
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SwitchboardError } from '../src/core/index.js';
 
 /** The repository root (tests run from dist/test/...). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -61,4 +63,15 @@ export function jsonLines(text: string): any[] {
 export function writeJson(file: string, value: unknown): string {
   fs.writeFileSync(file, JSON.stringify(value, null, 2));
   return file;
+}
+
+/** Asserts that `action` throws CONFIG_INVALID (exit 78) naming the JSON path `path`. */
+export function assertConfigInvalid(action: () => unknown, path: string): void {
+  assert.throws(action, (error: unknown) => {
+    assert.ok(error instanceof SwitchboardError);
+    assert.equal(error.code, 'CONFIG_INVALID');
+    assert.equal(error.exitCode, 78);
+    assert.equal(error.details?.path, path);
+    return true;
+  });
 }

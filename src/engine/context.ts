@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Clock } from '../core/index.js';
 import type { SwitchboardConfig } from '../config/index.js';
 import type { RoutingTable } from '../routing/index.js';
-import { resolveInside, resolveStoreLocation, type LockOptions, type StoreLocation } from '../store/index.js';
+import { resolveInside, resolveStoreLocation, resolveThreadTranscriptPath, resolveTranscriptPath, type LockOptions, type StoreLocation } from '../store/index.js';
 
 export interface EngineContext {
   stateDir: string;
@@ -28,6 +28,11 @@ export function knownAgentIds(ctx: EngineContext): string[] {
 /** A transcript file named by an entry, resolved safely inside its sessions folder. */
 export function transcriptPathIn(location: StoreLocation, sessionFile: string): string {
   return resolveInside(location.sessionsDir, path.basename(sessionFile));
+}
+
+/** The transcript file name of a new instance (thread sessions get a topic suffix). */
+export function transcriptNameFor(location: StoreLocation, sessionId: string, threadId?: string): string {
+  return path.basename(threadId ? resolveThreadTranscriptPath(location.sessionsDir, sessionId, threadId) : resolveTranscriptPath(location.sessionsDir, sessionId));
 }
 
 /** Session write-lock settings from `session.writeLock`. */

@@ -4,7 +4,6 @@
 // only afterwards; runs of idle sessions start once the batch is on disk.
 
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { EXIT_CODES, SwitchboardError, describeLineError, systemClock, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
 import {
   applyQueueDirective,
@@ -33,8 +32,6 @@ import {
   appendEntries,
   archiveFile,
   readSessionStore,
-  resolveThreadTranscriptPath,
-  resolveTranscriptPath,
   updateSessionStore,
   withLock,
   type NewTranscriptEntry,
@@ -42,7 +39,7 @@ import {
   type SessionStore,
   type StoreLocation,
 } from '../store/index.js';
-import { sessionLockOptions, storeFor, transcriptPathIn, type EngineContext } from './context.js';
+import { knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
 import { parseMessageLine, type InboundMessage } from './message.js';
 import {
   THIS_PROCESS,
@@ -171,7 +168,7 @@ function address(ctx: EngineContext, line: number, message: InboundMessage): Add
   if (message.sessionKey !== undefined) {
     const sessionKey = normalizeExplicitSessionKey(message.sessionKey, ctx.table.defaultAgentId);
     const { agentId } = parseSessionKey(sessionKey);
-    const known = ctx.table.agents.length === 0 ? [ctx.table.defaultAgentId] : ctx.table.agents.map((a) => a.id);
+    const known = knownAgentIds(ctx);
     if (!known.includes(agentId)) {
       throw new SwitchboardError('BAD_MESSAGE', `"sessionKey" names agent "${agentId}", which is not configured (known: ${known.join(', ')})`, {
         details: { path: 'sessionKey' },
@@ -228,9 +225,6 @@ function messageRecord(item: Addressed, text: string | undefined, now: number): 
   return { type: 'message', message: record };
 }
 
-function transcriptName(location: StoreLocation, sessionId: string, threadId?: string): string {
-  return path.basename(threadId ? resolveThreadTranscriptPath(location.sessionsDir, sessionId, threadId) : resolveTranscriptPath(location.sessionsDir, sessionId));
-}
 
 function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number) {
   return {
@@ -238,7 +232,7 @@ function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey:
     session: ctx.config.session,
     now,
     newSessionId: randomUUID,
-    transcriptName: (sessionId: string, threadId?: string) => transcriptName(location, sessionId, threadId),
+    transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
   };
 }
 

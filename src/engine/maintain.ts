@@ -25,15 +25,13 @@ import {
   lockPathFor,
   readSessionStore,
   releaseLock,
-  resolveThreadTranscriptPath,
-  resolveTranscriptPath,
   updateSessionStore,
   withLock,
   type LockInfo,
   type SessionEntry,
   type StoreLocation,
 } from '../store/index.js';
-import { knownAgentIds, sessionLockOptions, storeFor, type EngineContext } from './context.js';
+import { knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, type EngineContext } from './context.js';
 import {
   buildMaintenanceSnapshot,
   cleanupSettingsFor,
@@ -350,9 +348,6 @@ async function exists(file: string): Promise<boolean> {
   }
 }
 
-function transcriptName(location: StoreLocation, sessionId: string, threadId?: string): string {
-  return path.basename(threadId ? resolveThreadTranscriptPath(location.sessionsDir, sessionId, threadId) : resolveTranscriptPath(location.sessionsDir, sessionId));
-}
 
 type RotateOutcome =
   | { kind: 'reset'; done: ResetDone }
@@ -376,7 +371,7 @@ async function rotateDue(ctx: EngineContext, location: StoreLocation, key: strin
       const reason = dueResetOf(candidateOf(key, current), ctx.config.session, now);
       if (reason === null) return { skip: 'fresh' };
       const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;
-      const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptName(location, id, thread) }, threadId) as SessionEntry;
+      const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptNameFor(location, id, thread) }, threadId) as SessionEntry;
       store[key] = next;
       return { entry: next, reason };
     });

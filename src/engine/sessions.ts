@@ -13,8 +13,6 @@ import {
   lockPathFor,
   readLockOwner,
   readSessionStore,
-  resolveThreadTranscriptPath,
-  resolveTranscriptPath,
   transcriptStats,
   updateSessionStore,
   withLock,
@@ -23,7 +21,7 @@ import {
   type StoreLocation,
   type TranscriptReadStats,
 } from '../store/index.js';
-import { knownAgentIds, sessionLockOptions, storeFor, transcriptPathIn, type EngineContext } from './context.js';
+import { knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
 
 export interface StoreSelection {
   agent?: string;
@@ -176,9 +174,6 @@ export async function showSession(ctx: EngineContext, keyOrId: string, selection
   return { ...found, transcriptPath, freshness, lock: lockExists ? { path: lockPath, owner: await readLockOwner(lockPath) } : null, transcript };
 }
 
-function transcriptName(location: StoreLocation, sessionId: string, threadId?: string): string {
-  return path.basename(threadId ? resolveThreadTranscriptPath(location.sessionsDir, sessionId, threadId) : resolveTranscriptPath(location.sessionsDir, sessionId));
-}
 
 export interface ResetOutcome {
   sessionKey: string;
@@ -206,7 +201,7 @@ export async function resetSession(ctx: EngineContext, keyOrId: string, options:
         throw new SwitchboardError('SESSION_BUSY', `session "${key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
       }
       const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;
-      const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptName(location, id, thread) }, threadId) as SessionEntry;
+      const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptNameFor(location, id, thread) }, threadId) as SessionEntry;
       if (options.model) next.model = next.modelOverride = options.model;
       store[key] = next;
       return next;

@@ -3,7 +3,7 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { SwitchboardError } from '../../src/core/index.js';
+import { assertConfigInvalid } from '../helpers.js';
 import {
   planCleanup,
   planCronRetention,
@@ -23,15 +23,6 @@ const DAY = 24 * HOUR;
 const MB = 1024 * 1024;
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 
-function assertConfigInvalid(action: () => unknown, path: string): void {
-  assert.throws(action, (error: unknown) => {
-    assert.ok(error instanceof SwitchboardError);
-    assert.equal(error.code, 'CONFIG_INVALID');
-    assert.equal(error.exitCode, 78);
-    assert.equal(error.details?.path, path);
-    return true;
-  });
-}
 
 /** Everything off: each test switches on what it looks at. */
 const OFF: MaintenanceSettings = {

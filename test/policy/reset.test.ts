@@ -4,6 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SwitchboardError } from '../../src/core/index.js';
+import { assertConfigInvalid } from '../helpers.js';
 import type { SessionConfig } from '../../src/config/types.js';
 import {
   evaluateFreshness,
@@ -27,15 +28,6 @@ function policy(fields: Partial<ResetPolicy>): ResetPolicy {
   return { mode: 'daily', atHour: 4, idleMinutes: 0, timezone: 'UTC', source: 'session.reset', ...fields };
 }
 
-function assertConfigInvalid(action: () => unknown, path: string): void {
-  assert.throws(action, (error: unknown) => {
-    assert.ok(error instanceof SwitchboardError);
-    assert.equal(error.code, 'CONFIG_INVALID');
-    assert.equal(error.exitCode, 78);
-    assert.equal(error.details?.path, path);
-    return true;
-  });
-}
 
 describe('sessionTypeFor', () => {
   it('is thread for :thread: and :topic: keys and for messages with a threadId', () => {
