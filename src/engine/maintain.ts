@@ -1,7 +1,6 @@
 // `switchboard maintain`, the cron job: stale-lock removal, cron session retention, session
 // cleanup and due daily/idle resets with no message arriving — one summary, failures collected.
 
-import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, toSwitchboardError, type ErrorCode } from '../core/index.js';
@@ -10,28 +9,23 @@ import {
   planCronRetention,
   planDueResets,
   resolveCronRetentionMs,
-  rotateEntry,
   snapshotWithoutEntries,
   type MaintenanceMode,
   type MaintenanceSnapshot,
-  type PlannedEntry,
   type ResetCandidate,
   type StaleReason,
 } from '../policy/index.js';
 import {
-  appendToTranscript,
-  archiveFile,
   listLocks,
   lockPathFor,
   readSessionStore,
   releaseLock,
-  updateSessionStore,
-  withLock,
   type LockInfo,
   type SessionEntry,
   type StoreLocation,
 } from '../store/index.js';
-import { knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, type EngineContext } from './context.js';
+import { knownAgentIds, storeFor, type EngineContext } from './context.js';
+import { rotateInstance } from './sessions.js';
 import {
   buildMaintenanceSnapshot,
   cleanupSettingsFor,
@@ -355,55 +349,27 @@ type RotateOutcome =
   | { kind: 'skipped'; reason: string };
 
 /**
- * The rotation of `sessions reset`, without waiting: the old transcript's write lock is tried
- * once — held by a live run means deferred — then, inside the store mutator, the entry must still
- * be the planned instance and still be stale; then archive `.reset.<ts>` and a reset_notice.
+ * A due reset through the one rotation shell, without waiting: a lock held by a live run means
+ * deferred; inside the store update the entry must still be the planned instance and still be stale.
  */
 async function rotateDue(ctx: EngineContext, location: StoreLocation, key: string, sessionId: string, file: string | null): Promise<RotateOutcome> {
-  const lockOptions = sessionLockOptions(ctx, { sessionKey: key, runId: 'maintenance' });
-  const rotate = async (): Promise<RotateOutcome> => {
-    const now = ctx.clock.now();
-    type Rotation = { skip: string } | { entry: SessionEntry; reason: StaleReason };
-    const result = await updateSessionStore(location.storePath, (store): Rotation => {
-      const current = Object.hasOwn(store, key) ? store[key] : undefined;
-      if (current === undefined) return { skip: 'gone' };
-      if (current.sessionId !== sessionId) return { skip: 'changed' };
+  const outcome = await rotateInstance(ctx, {
+    location,
+    key,
+    sessionId,
+    file,
+    wait: false,
+    runId: 'maintenance',
+    note: 'applied by switchboard maintain',
+    decide: (current, now) => {
       const reason = dueResetOf(candidateOf(key, current), ctx.config.session, now);
-      if (reason === null) return { skip: 'fresh' };
-      const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;
-      const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptNameFor(location, id, thread) }, threadId) as SessionEntry;
-      store[key] = next;
-      return { entry: next, reason };
-    });
-    if ('skip' in result) return { kind: 'skipped', reason: result.skip };
-    const archivedTo = file === null ? null : await archiveFile(file, 'reset', now);
-    const newName = transcriptNameOf(location, result.entry);
-    if (newName !== null) {
-      await appendToTranscript(
-        path.join(location.sessionsDir, newName),
-        { type: 'reset_notice', reason: result.reason, previousSessionId: sessionId, note: 'applied by switchboard maintain' },
-        { session: { sessionId: result.entry.sessionId, sessionKey: key, agentId: location.agentId }, clock: ctx.clock, lockOptions },
-      );
-    }
-    return {
-      kind: 'reset',
-      done: { agentId: location.agentId, sessionKey: key, reason: result.reason, previousSessionId: sessionId, sessionId: result.entry.sessionId, archivedTo },
-    };
+      return reason === null ? { skip: 'fresh' } : { reason };
+    },
+  });
+  if (outcome.kind === 'busy') return { kind: 'deferred', holder: outcome.holder };
+  if (outcome.kind === 'skipped') return { kind: 'skipped', reason: outcome.reason };
+  return {
+    kind: 'reset',
+    done: { agentId: location.agentId, sessionKey: key, reason: outcome.reason as StaleReason, previousSessionId: sessionId, sessionId: outcome.entry.sessionId, archivedTo: outcome.archivedTo },
   };
-  // An entry that names no usable transcript has nothing a run could be writing to.
-  if (file === null) return rotate();
-  let acquired = false;
-  try {
-    return await withLock(file, { ...lockOptions, acquireTimeoutMs: 0 }, () => {
-      acquired = true;
-      return rotate();
-    });
-  } catch (err) {
-    if (!acquired && err instanceof SwitchboardError && err.code === 'SESSION_BUSY') {
-      const owner = (err.details?.owner ?? null) as { pid?: number; runId?: string } | null;
-      const ageMs = typeof err.details?.ageMs === 'number' ? err.details.ageMs : null;
-      return { kind: 'deferred', holder: { pid: owner?.pid ?? null, runId: owner?.runId ?? null, ageMs } };
-    }
-    throw err;
-  }
 }

@@ -182,41 +182,97 @@ export interface ResetOutcome {
   archivedTo: string | null;
 }
 
+export interface RotationRequest {
+  location: StoreLocation;
+  key: string;
+  /** The instance the caller means to rotate; another current instance skips (`changed`). */
+  sessionId: string;
+  /** Its transcript, whose write lock guards the rotation (null: nothing could be writing). */
+  file: string | null;
+  /** Wait for the lock (an append or run in progress finishes first), or try it once (`busy`). */
+  wait: boolean;
+  /** Decided inside the store update on the current entry: the notice's reason, or a skip. */
+  decide: (current: SessionEntry, now: number) => { reason: string } | { skip: string };
+  note?: string;
+  model?: string;
+  runId?: string;
+}
+
+export type RotationOutcome =
+  | { kind: 'rotated'; entry: SessionEntry; reason: string; archivedTo: string | null }
+  | { kind: 'skipped'; reason: 'gone' | 'changed' | string }
+  | { kind: 'busy'; holder: { pid: number | null; runId: string | null; ageMs: number | null } };
+
 /**
- * Rotates a session now (`sessions reset`): the old transcript is archived as `.reset.<ts>` under
- * its write lock — so an append or run in progress finishes first — and the new one starts
- * with a reset_notice.
+ * The one rotation shell (`sessions reset`, `maintain`): under the old transcript's write lock,
+ * the store update re-checks the entry and applies rotateEntry; then the old transcript is
+ * archived as `.reset.<ts>` and a reset_notice opens the new one.
  */
-export async function resetSession(ctx: EngineContext, keyOrId: string, options: { reason?: string; model?: string } & StoreSelection = {}): Promise<ResetOutcome> {
-  const found = await findSession(ctx, keyOrId, options);
-  const { location, key } = found;
-  const oldFile = transcriptFileOf(location, found.entry);
-  const lockOptions = sessionLockOptions(ctx, { sessionKey: key });
-  return withLock(oldFile, lockOptions, async () => {
+export async function rotateInstance(ctx: EngineContext, request: RotationRequest): Promise<RotationOutcome> {
+  const { location, key } = request;
+  const lockOptions = sessionLockOptions(ctx, { sessionKey: key, runId: request.runId });
+  const rotate = async (): Promise<RotationOutcome> => {
     const now = ctx.clock.now();
-    const rotated = await updateSessionStore(location.storePath, (store) => {
-      const current = store[key];
-      if (!current) throw new SwitchboardError('NOT_FOUND', `session "${key}" was deleted meanwhile`);
-      if (current.sessionId !== found.entry.sessionId) {
-        throw new SwitchboardError('SESSION_BUSY', `session "${key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
-      }
+    type Decision = { skip: string } | { entry: SessionEntry; reason: string };
+    const decision = await updateSessionStore(location.storePath, (store): Decision => {
+      const current = Object.hasOwn(store, key) ? store[key] : undefined;
+      if (current === undefined) return { skip: 'gone' };
+      if (current.sessionId !== request.sessionId) return { skip: 'changed' };
+      const decided = request.decide(current, now);
+      if ('skip' in decided) return decided;
       const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;
       const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptNameFor(location, id, thread) }, threadId) as SessionEntry;
-      if (options.model) next.model = next.modelOverride = options.model;
+      if (request.model) next.model = next.modelOverride = request.model;
       store[key] = next;
-      return next;
+      return { entry: next, reason: decided.reason };
     });
-    const archivedTo = await archiveFile(oldFile, 'reset', now);
-    const notice: Record<string, unknown> = { type: 'reset_notice', reason: 'command', previousSessionId: found.entry.sessionId };
-    if (options.reason) notice.note = options.reason;
-    if (options.model) notice.model = options.model;
-    await appendToTranscript(transcriptFileOf(location, rotated), notice as { type: string }, {
-      session: { sessionId: rotated.sessionId, sessionKey: key, agentId: location.agentId },
+    if ('skip' in decision) return { kind: 'skipped', reason: decision.skip };
+    const archivedTo = request.file === null ? null : await archiveFile(request.file, 'reset', now);
+    const notice: Record<string, unknown> = { type: 'reset_notice', reason: decision.reason, previousSessionId: request.sessionId };
+    if (request.note) notice.note = request.note;
+    if (request.model) notice.model = request.model;
+    await appendToTranscript(transcriptFileOf(location, decision.entry), notice as { type: string }, {
+      session: { sessionId: decision.entry.sessionId, sessionKey: key, agentId: location.agentId },
       clock: ctx.clock,
       lockOptions,
     });
-    return { sessionKey: key, previousSessionId: found.entry.sessionId, sessionId: rotated.sessionId, archivedTo };
+    return { kind: 'rotated', entry: decision.entry, reason: decision.reason, archivedTo };
+  };
+  if (request.file === null) return rotate();
+  let acquired = false;
+  try {
+    return await withLock(request.file, request.wait ? lockOptions : { ...lockOptions, acquireTimeoutMs: 0 }, () => {
+      acquired = true;
+      return rotate();
+    });
+  } catch (err) {
+    if (!request.wait && !acquired && err instanceof SwitchboardError && err.code === 'SESSION_BUSY') {
+      const owner = (err.details?.owner ?? null) as { pid?: number; runId?: string } | null;
+      const ageMs = typeof err.details?.ageMs === 'number' ? err.details.ageMs : null;
+      return { kind: 'busy', holder: { pid: owner?.pid ?? null, runId: owner?.runId ?? null, ageMs } };
+    }
+    throw err;
+  }
+}
+
+/** Rotates a session now (`sessions reset`), waiting for an append or run in progress to finish. */
+export async function resetSession(ctx: EngineContext, keyOrId: string, options: { reason?: string; model?: string } & StoreSelection = {}): Promise<ResetOutcome> {
+  const found = await findSession(ctx, keyOrId, options);
+  const outcome = await rotateInstance(ctx, {
+    location: found.location,
+    key: found.key,
+    sessionId: found.entry.sessionId,
+    file: transcriptFileOf(found.location, found.entry),
+    wait: true,
+    decide: () => ({ reason: 'command' }),
+    note: options.reason,
+    model: options.model,
   });
+  if (outcome.kind === 'skipped' && outcome.reason === 'gone') throw new SwitchboardError('NOT_FOUND', `session "${found.key}" was deleted meanwhile`);
+  if (outcome.kind !== 'rotated') {
+    throw new SwitchboardError('SESSION_BUSY', `session "${found.key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
+  }
+  return { sessionKey: found.key, previousSessionId: found.entry.sessionId, sessionId: outcome.entry.sessionId, archivedTo: outcome.archivedTo };
 }
 
 /** Sets or clears `pinned` (pinned sessions are never pruned, capped or evicted). */
