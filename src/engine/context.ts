@@ -12,11 +12,21 @@ export interface EngineContext {
   config: SwitchboardConfig;
   table: RoutingTable;
   clock: Clock;
+  /**
+   * Root of the memory volume that holds incognito sessions (`serve` mounts one). Without it an
+   * incognito message is routed and nothing is kept (a one-shot `ingest`).
+   */
+  incognitoRoot?: string;
 }
 
 /** The sessions store of one agent (honours `session.store` with `{agentId}`). */
 export function storeFor(ctx: EngineContext, agentId: string): StoreLocation {
   return resolveStoreLocation(ctx.stateDir, agentId, { storeTemplate: ctx.config.session?.store });
+}
+
+/** Where an agent's incognito sessions live: the same layout, inside the memory volume. */
+export function incognitoStoreFor(incognitoRoot: string, agentId: string): StoreLocation {
+  return resolveStoreLocation(incognitoRoot, agentId);
 }
 
 /** Every agent that may have a store: the configured agents, else the default agent. */

@@ -83,6 +83,7 @@ export {
   cancelQueued,
   abortSession,
   queueBusyKeys,
+  dropIncognitoQueues,
   type QueueListing,
   type QueueListItem,
   type QueueActiveRun,
@@ -102,4 +103,4 @@ export {
   type RunEndedEvent,
   type QueuedEntry,
 } from './queue-state.js';
-export { laneCapacity, type LaneSlot } from './lanes.js';
+export { laneCapacity, laneDir, type LaneSlot } from './lanes.js';

@@ -39,7 +39,7 @@ import {
   type SessionStore,
   type StoreLocation,
 } from '../store/index.js';
-import { knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
+import { incognitoStoreFor, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
 import { parseMessageLine, type InboundMessage } from './message.js';
 import {
   THIS_PROCESS,
@@ -721,7 +721,13 @@ async function archiveRotated(ctx: EngineContext, rotation: { file: string; sess
   await withLock(rotation.file, sessionLockOptions(ctx, { sessionKey: rotation.sessionKey }), () => archiveFile(rotation.file, 'reset', ctx.clock.now()));
 }
 
-function resultOf(item: Addressed, persisted: boolean): ResultEvent {
+/** The store a message is kept in: its agent's, or the agent's incognito store in memory. */
+function storeOf(ctx: EngineContext, item: Addressed): StoreLocation {
+  return item.incognito && ctx.incognitoRoot !== undefined ? incognitoStoreFor(ctx.incognitoRoot, item.agentId) : storeFor(ctx, item.agentId);
+}
+
+/** `persisted`: on disk — false for incognito messages, kept in a server's memory or not at all. */
+function resultOf(item: Addressed): ResultEvent {
   const { plan, outcome } = item;
   const rotation = plan?.rotation;
   // With a queue outcome (runner agents) the queue decided; record-only messages follow the plan.
@@ -744,7 +750,7 @@ function resultOf(item: Addressed, persisted: boolean): ResultEvent {
     matchedBy: item.matchedBy,
     reset: decided.reset,
     disposition: decided.disposition,
-    persisted,
+    persisted: !item.incognito,
   };
 }
 
@@ -765,13 +771,14 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Prom
     order.push(item.line);
     try {
       const addressed = address(ctx, item.line, parseMessageLine(item.text));
-      if (addressed.incognito) {
-        // Incognito: routed, never written by a one-shot ingest.
-        events.set(item.line, resultOf(addressed, false));
+      if (addressed.incognito && ctx.incognitoRoot === undefined) {
+        // Incognito without a server's memory to keep it in: routed, nothing is kept.
+        events.set(item.line, resultOf(addressed));
         continue;
       }
-      let location = locations.get(addressed.agentId);
-      if (!location) locations.set(addressed.agentId, (location = storeFor(ctx, addressed.agentId)));
+      const storeKey = `${addressed.incognito ? 'incognito' : 'stored'}:${addressed.agentId}`;
+      let location = locations.get(storeKey);
+      if (!location) locations.set(storeKey, (location = storeOf(ctx, addressed)));
       let group = byStore.get(location.storePath);
       if (!group) byStore.set(location.storePath, (group = { location, items: [] }));
       group.items.push(addressed);
@@ -814,13 +821,13 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Prom
     for (const session of work) {
       const failure = failures.get(session);
       for (const item of session.items) {
-        events.set(item.line, failure === undefined ? resultOf(item, true) : errorEvent(item.line, failure));
+        events.set(item.line, failure === undefined ? resultOf(item) : errorEvent(item.line, failure));
         if (failure !== undefined) failed.add(item);
       }
     }
     for (const item of items) {
       // Duplicates, and messages that were queued, parked or dropped rather than written now.
-      if (item.plan && !events.has(item.line) && (item.plan.duplicate || item.outcome)) events.set(item.line, resultOf(item, true));
+      if (item.plan && !events.has(item.line) && (item.plan.duplicate || item.outcome)) events.set(item.line, resultOf(item));
     }
     if (failures.size > 0) await forgetFailedMessageIds(location, [...failures.keys()].flatMap((s) => s.items));
     if (effects) {

@@ -60,7 +60,8 @@ function tryHold(target: string, options: LockOptions, lane: LaneName, index: nu
 }
 
 export interface AcquireSlotOptions {
-  owner: { sessionKey: string; runId: string };
+  /** Written into the slot's lock record (empty for an incognito run). */
+  owner: { sessionKey?: string; runId?: string };
   /** The run's timeout; the slot's max hold derives from it like the session lock's. */
   runTimeoutMs: number;
   staleMs?: number;
@@ -81,7 +82,7 @@ export async function acquireLaneSlot(ctx: EngineContext, lane: LaneName, option
     staleMs: options.staleMs,
     runTimeoutMs: options.runTimeoutMs,
     busyCode: 'SESSION_BUSY',
-    owner: { sessionKey: options.owner.sessionKey, runId: options.owner.runId },
+    owner: options.owner,
   };
   for (let attempt = 0; ; attempt++) {
     if (options.shouldStop()) return null;

@@ -258,7 +258,8 @@ export interface ReplyEvent {
   policy: { decision: 'allow' | 'deny'; rule: number | null };
 }
 
-export type DroppedReason = 'busy' | 'cap' | 'cancelled' | 'stopped' | 'lock';
+/** `shutdown`: an incognito item still waiting when its server stopped (it lived only in memory). */
+export type DroppedReason = 'busy' | 'cap' | 'cancelled' | 'stopped' | 'lock' | 'shutdown';
 
 export interface DroppedEvent {
   type: 'dropped';

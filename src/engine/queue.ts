@@ -5,10 +5,10 @@ import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import { readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
-import { knownAgentIds, storeFor, type EngineContext } from './context.js';
-import { learnLiveness, queueOf, runAlive, setQueue, type Liveness, type QueuedEntry } from './queue-state.js';
+import { incognitoStoreFor, knownAgentIds, type EngineContext } from './context.js';
+import { droppedEventOf, learnLiveness, queueOf, runAlive, setQueue, type DroppedEvent, type Liveness, type QueuedEntry } from './queue-state.js';
 import { queueRuntimeFor } from './runtime.js';
-import { findSession } from './sessions.js';
+import { findSession, selectStores } from './sessions.js';
 
 /** One waiting item (cli.md `queue list --json`, plus agentId, kind and position). */
 export interface QueueListItem {
@@ -47,16 +47,10 @@ export interface QueueListing {
   active: QueueActiveRun[];
 }
 
+/** Every agent's store once (agents may share one), a server's incognito stores included. */
 function stores(ctx: EngineContext): StoreLocation[] {
   const seen = new Set<string>();
-  const list: StoreLocation[] = [];
-  for (const agentId of knownAgentIds(ctx)) {
-    const location = storeFor(ctx, agentId);
-    if (seen.has(location.storePath)) continue;
-    seen.add(location.storePath);
-    list.push(location);
-  }
-  return list;
+  return selectStores(ctx, { allAgents: true }).filter((location) => !seen.has(location.storePath) && seen.add(location.storePath));
 }
 
 function sessionFilter(ctx: EngineContext, session: string | undefined): ((key: string, entry: QueuedEntry) => boolean) | undefined {
@@ -223,6 +217,28 @@ export async function abortSession(ctx: EngineContext, keyOrId: string): Promise
   });
   if (outcome.aborted !== null) queueRuntimeFor(ctx).requestAbort(outcome.aborted, 'queue abort');
   return outcome;
+}
+
+/**
+ * A stopping server's incognito sessions vanish with it: what still waits in them (the grace period
+ * ran out) is taken out and returned as `dropped` events (reason `shutdown`) to report.
+ */
+export async function dropIncognitoQueues(ctx: EngineContext): Promise<DroppedEvent[]> {
+  const { incognitoRoot } = ctx;
+  if (incognitoRoot === undefined) return [];
+  const events: DroppedEvent[] = [];
+  for (const agentId of knownAgentIds(ctx)) {
+    const dropped = await updateSessionStore(incognitoStoreFor(incognitoRoot, agentId).storePath, (store: SessionStore) =>
+      Object.values(store).flatMap((value) => {
+        const entry = value as QueuedEntry;
+        const waiting = queueOf(entry);
+        setQueue(entry, []);
+        return waiting.map((item) => droppedEventOf(item, 'shutdown'));
+      }),
+    );
+    events.push(...dropped);
+  }
+  return events;
 }
 
 /** For maintenance: sessions with a run (`running`) or waiting work (`queued`) are never removed. */

@@ -8,6 +8,7 @@ import { evaluateSendPolicy, parkedPrefix, unparkAll, type LaneName, type QueueD
 import { startRun, type RunEndEvent, type RunEvent, type RunHandle, type RunMessage, type RunnerSpec } from '../runner/index.js';
 import {
   appendEntries,
+  memoryVolumeFor,
   readSessionStore,
   updateSessionStore,
   withLock,
@@ -244,8 +245,10 @@ export class LocalRun {
       error: { reason: 'aborted', message: `run aborted before it started: ${this.abortReason ?? 'transcript write failed'}` },
     });
     if (this.abortReason !== undefined || this.writer!.failed) return stopped();
+    const incognito = memoryVolumeFor(turn.transcript) !== undefined;
     const slot: LaneSlot | null = await acquireLaneSlot(this.ctx, turn.lane, {
-      owner: { sessionKey: turn.ref.sessionKey, runId: turn.runId },
+      // Lane slots are files: an incognito run's holds one without naming itself.
+      owner: incognito ? {} : { sessionKey: turn.ref.sessionKey, runId: turn.runId },
       runTimeoutMs: turn.spec.timeoutMs,
       staleMs: this.ctx.config.session?.writeLock?.staleMs,
       shouldStop: () => this.abortReason !== undefined || this.writer!.failed,
@@ -268,7 +271,7 @@ export class LocalRun {
         sessionKey: turn.ref.sessionKey,
         sessionId: turn.sessionId,
         agentId: turn.ref.agentId,
-        transcriptPath: turn.transcript,
+        transcriptPath: incognito ? '' : turn.transcript, // an incognito transcript is not a file
         messages: turn.messages,
       });
       this.handle = handle;

@@ -1,11 +1,13 @@
 // `switchboard serve`: one process owning a Unix socket, answering NDJSON requests with the same
 // engine the CLI uses, pushing events to subscribers, reloading config and draining on stop.
 
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { SwitchboardError, type NdjsonLine } from '../core/index.js';
 import {
   configureQueue,
+  dropIncognitoQueues,
   knownAgentIds,
   queueRuntimeFor,
   resumeOrphanedQueues,
@@ -15,6 +17,7 @@ import {
   type IngestEvent,
   type QueueEvent,
 } from '../engine/index.js';
+import { mountMemoryVolume, unmountMemoryVolume, type MemoryVolume } from '../store/index.js';
 import { ClientConnection, type ConnectionHost, type ConnectionLimits } from './connection.js';
 import { IngestQueue } from './ingest-queue.js';
 import { OP_HANDLERS, engineIngest, pushOf, type OpHost } from './ops.js';
@@ -110,6 +113,11 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
   /** Runs started in this process and not ended yet, with the engine that runs them. */
   private readonly activeRuns = new Map<string, EngineContext>();
   private reloading: Promise<boolean> = Promise.resolve(true);
+  /**
+   * Incognito sessions (rows and transcripts) live here, in this process's memory only, and go
+   * with it. The root names no real folder: it only routes the store's paths to memory.
+   */
+  private readonly incognito: MemoryVolume;
   private readonly counters = {
     connections: 0,
     requests: 0,
@@ -134,6 +142,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
     early: net.Socket[],
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...definedOnly(options.limits ?? {}) };
+    this.incognito = mountMemoryVolume(path.join(path.resolve(current.engine.stateDir), `incognito-memory-${randomBytes(6).toString('hex')}`));
     this.attach(current.engine);
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
     netServer.on('connection', (socket) => this.accept(socket));
@@ -144,6 +153,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
   /** Runs and queue drains of this engine report to the server, which pushes them to subscribers. */
   private attach(engine: EngineContext): void {
     this.engines.add(engine);
+    engine.incognitoRoot = this.incognito.root; // every engine of this server shares its incognito sessions
     configureQueue(engine, {
       noWait: false,
       sink: (event: QueueEvent) => {
@@ -357,10 +367,15 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
       this.aborted = true;
       for (const abort of [...this.abortWaiters]) abort();
       this.abortWaiters.clear();
-      for (const [runId, engine] of this.activeRuns) queueRuntimeFor(engine).requestAbort(runId, 'server stopping');
+      // No queued turn may start now: it would be cut off by the exit without a report.
+      for (const engine of this.engines) queueRuntimeFor(engine).shutdown('server stopping');
       // Aborted and waiting requests are answered at once; a client that reads nothing is not waited
       // for; aborted runs get a moment to report their end to subscribers.
       await Promise.race([Promise.all([allIdle(), this.queuesIdle()]), delay(this.activeRuns.size > 0 ? 3_000 : 500)]);
+    }
+    // Incognito work still waiting cannot outlive this process: it is reported, then forgotten.
+    for (const engine of this.engines) {
+      for (const event of await dropIncognitoQueues(engine).catch(() => [])) this.publish(event);
     }
     const notice: Push = { event: 'shutdown', reason };
     const answerWaiting = (item: NdjsonLine): Response | null => {
@@ -373,6 +388,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
     // Closing the listener removes the socket file (libuv unlinks what it bound).
     await Promise.race([new Promise<void>((resolve) => this.netServer.close(() => resolve())), delay(1_000)]);
     await removeOwnSocket(this.socketPath, this.identity);
+    unmountMemoryVolume(this.incognito);
     const summary: StopSummary = {
       reason,
       clients: clients.length,

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
 import { archivePathFor, type ArchiveReason } from './paths.js';
-import { nodeStoreFileSystem, type StoreFileSystem } from './sessions-store.js';
+import { fileSystemFor, type StoreFileSystem } from './sessions-store.js';
 
 export interface ArchiveFileOptions {
   fs?: StoreFileSystem;
@@ -36,8 +36,8 @@ export async function archiveFile(
   now: number,
   options: ArchiveFileOptions = {},
 ): Promise<string | null> {
-  const fs = options.fs ?? nodeStoreFileSystem;
   const sourcePath = path.resolve(filePath);
+  const fs = options.fs ?? fileSystemFor(sourcePath);
   try {
     if (!(await exists(fs, sourcePath))) return null;
     for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt += 1) {

@@ -42,6 +42,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import nodeFs from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError, systemClock } from '../core/index.js';
+import { memoryVolumeFor } from './memory-volume.js';
 
 export const DEFAULT_ACQUIRE_TIMEOUT_MS = 60_000;
 export const DEFAULT_STALE_MS = 10_000;
@@ -218,6 +219,8 @@ class HeldLock {
     readonly owner: LockOwnerRecord,
     private readonly busyCode: BusyCode,
     private readonly passTurn: () => void,
+    /** A lock on a memory-volume path: the in-process turn is the whole lock, nothing is on disk. */
+    readonly inMemory = false,
   ) {
     this.handle = this.makeHandle(false);
     this.nestedHandle = this.makeHandle(true);
@@ -266,6 +269,7 @@ class HeldLock {
 
   async verifyHeld(): Promise<void> {
     this.assertHeld();
+    if (this.inMemory) return;
     let onDisk: LockOwnerRecord | null;
     try {
       onDisk = parseOwnerRecord(await fsp.readFile(path.join(this.lockPath, OWNER_FILE), 'utf8'));
@@ -334,6 +338,7 @@ class HeldLock {
   }
 
   private stopRefreshing(): Promise<void> {
+    if (this.inMemory) return Promise.resolve();
     return lockfile
       .unlock(this.targetPath, { lockfilePath: this.lockPath, realpath: false, fs: KEEP_DIRECTORY_FS })
       .catch(() => undefined); // ENOTACQUIRED: proper-lockfile already dropped it (compromised)
@@ -341,6 +346,7 @@ class HeldLock {
 
   private async releaseOnDisk(): Promise<void> {
     this.forget();
+    if (this.inMemory) return;
     await this.stopRefreshing();
     await removeLockIfOwned(this.lockPath, this.owner.lockId);
   }
@@ -363,6 +369,7 @@ function installExitHook(): void {
 /** Sync on purpose: nothing async runs in an 'exit' handler. */
 function removeHeldLocksSync(): void {
   for (const held of heldLocks.values()) {
+    if (held.inMemory) continue;
     try {
       const ownerFile = path.join(held.lockPath, OWNER_FILE);
       const record = parseOwnerRecord(readFileSync(ownerFile, 'utf8'));
@@ -470,6 +477,7 @@ async function acquire(target: string, lockPath: string, settings: ResolvedLockS
     const seen = holder !== undefined ? describeHolding(lockPath, holder.owner, now(), now()) : await inspectLock(lockPath, settings.staleMs);
     return busyError(target, lockPath, settings, seen, now() - startedAt);
   });
+  if (memoryVolumeFor(target) !== undefined) return holdInMemory(target, lockPath, settings, ownerInfo, passTurn);
   try {
     return await acquireFileLock(target, lockPath, settings, ownerInfo, { startedAt, deadline, passTurn });
   } catch (err) {
@@ -524,6 +532,28 @@ function retryDelayMs(attempt: number): number {
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
+function ownerRecordFor(settings: ResolvedLockSettings, ownerInfo: LockOwnerInfo): LockOwnerRecord {
+  return {
+    version: 1,
+    lockId: `${process.pid}-${randomBytes(8).toString('hex')}`,
+    pid: process.pid,
+    hostname: HOSTNAME,
+    processStartTime: PROCESS_START_TIME,
+    acquiredAt: now(),
+    maxHoldMs: settings.maxHoldMs,
+    staleMs: settings.staleMs,
+    ...(ownerInfo.sessionKey !== undefined ? { sessionKey: ownerInfo.sessionKey } : {}),
+    ...(ownerInfo.runId !== undefined ? { runId: ownerInfo.runId } : {}),
+  };
+}
+
+/** Only this process can reach a memory volume, so its turn is the lock; max hold still applies. */
+function holdInMemory(target: string, lockPath: string, settings: ResolvedLockSettings, ownerInfo: LockOwnerInfo, passTurn: () => void): HeldLock {
+  const held = new HeldLock(target, lockPath, ownerRecordFor(settings, ownerInfo), settings.busyCode, passTurn, true);
+  held.start();
+  return held;
+}
+
 async function lockOnce(
   target: string,
   lockPath: string,
@@ -544,18 +574,7 @@ async function lockOnce(
       else compromisedEarly = { cause: err };
     },
   });
-  const owner: LockOwnerRecord = {
-    version: 1,
-    lockId: `${process.pid}-${randomBytes(8).toString('hex')}`,
-    pid: process.pid,
-    hostname: HOSTNAME,
-    processStartTime: PROCESS_START_TIME,
-    acquiredAt: now(),
-    maxHoldMs: settings.maxHoldMs,
-    staleMs: settings.staleMs,
-    ...(ownerInfo.sessionKey !== undefined ? { sessionKey: ownerInfo.sessionKey } : {}),
-    ...(ownerInfo.runId !== undefined ? { runId: ownerInfo.runId } : {}),
-  };
+  const owner = ownerRecordFor(settings, ownerInfo);
   try {
     // Creating owner.json changes the directory's mtime, which proper-lockfile checks against
     // the one it recorded at its first refresh (staleMs / 2): put it back, or every lock held

@@ -7,6 +7,7 @@ import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../core/index.js';
 import { withLock } from './lock.js';
+import { memoryVolumeFor } from './memory-volume.js';
 import { DIR_MODE, FILE_MODE, resolveInside } from './paths.js';
 import type { SessionStore } from './session-entry.js';
 
@@ -95,6 +96,11 @@ export const nodeStoreFileSystem: StoreFileSystem = {
     await writeFileAtomic(targetPath, '', { mode, fsync: true, tmpfileCreated: fillTemp });
   },
 };
+
+/** The file system a path lives on: a mounted memory volume (incognito) or the disk. */
+export function fileSystemFor(filePath: string): StoreFileSystem {
+  return memoryVolumeFor(filePath)?.fileSystem ?? nodeStoreFileSystem;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -209,7 +215,7 @@ async function readStoreBytes(fs: StoreFileSystem, storePath: string): Promise<B
  */
 export async function readSessionStore(storePath: string, options: ReadSessionStoreOptions = {}): Promise<SessionStore> {
   const absolutePath = path.resolve(storePath);
-  const bytes = await readStoreBytes(options.fs ?? nodeStoreFileSystem, absolutePath);
+  const bytes = await readStoreBytes(options.fs ?? fileSystemFor(absolutePath), absolutePath);
   return bytes === null ? {} : decodeAndParse(bytes, absolutePath).store;
 }
 
@@ -316,7 +322,7 @@ export function updateSessionStore<T>(
       mutate,
       resolve: resolve as (value: unknown) => void,
       reject,
-      fs: options.fs ?? nodeStoreFileSystem,
+      fs: options.fs ?? fileSystemFor(absolutePath),
       lock: { ...DEFAULT_STORE_LOCK, ...definedOnly(options.lock ?? {}) },
       maxBatchSize: Math.max(1, Math.floor(options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE)),
     });

@@ -4,11 +4,12 @@
 
 import { randomUUID } from 'node:crypto';
 import { constants as fsConstants, promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { SwitchboardError, errnoOf, ioError, systemClock, type Clock } from '../core/index.js';
 import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
+import { memoryVolumeFor, type AppendableFile } from './memory-volume.js';
 
 export const TRANSCRIPT_VERSION = 3;
 const NEWLINE = 0x0a;
@@ -200,7 +201,7 @@ async function appendUnderLock(
   handle: LockHandle,
 ): Promise<AppendResult> {
   const clock = options.clock ?? systemClock;
-  let fh: FileHandle;
+  let fh: AppendableFile;
   let createdFile = false;
   try {
     ({ fh, createdFile } = await openForAppend(file));
@@ -254,7 +255,12 @@ async function appendUnderLock(
 
 /** Read-write (the tail is read through the same descriptor) and O_APPEND. A new file is created
  *  exclusively, so that we know it was us: a failed first append removes it again. */
-async function openForAppend(file: string): Promise<{ fh: FileHandle; createdFile: boolean }> {
+async function openForAppend(file: string): Promise<{ fh: AppendableFile; createdFile: boolean }> {
+  const volume = memoryVolumeFor(file);
+  if (volume !== undefined) {
+    const createdFile = volume.sizeOf(file) === null;
+    return { fh: volume.openForAppend(file, createdFile), createdFile };
+  }
   try {
     return { fh: await fsp.open(file, fsConstants.O_RDWR | fsConstants.O_APPEND), createdFile: false };
   } catch (err) {
@@ -272,16 +278,18 @@ async function openForAppend(file: string): Promise<{ fh: FileHandle; createdFil
 
 /** Undo a failed append (we hold the lock, so nobody appended after us): nothing unacknowledged
  *  stays behind, and the next append does not have to work around our partial line. */
-async function rollBack(fh: FileHandle, file: string, sizeBefore: number, createdFile: boolean): Promise<void> {
+async function rollBack(fh: AppendableFile, file: string, sizeBefore: number, createdFile: boolean): Promise<void> {
   try {
-    if (createdFile) await fsp.unlink(file);
+    const volume = memoryVolumeFor(file);
+    if (createdFile && volume !== undefined) volume.unlink(file);
+    else if (createdFile) await fsp.unlink(file);
     else if (sizeBefore >= 0) await fh.truncate(sizeBefore);
   } catch {
     // best effort (e.g. a device that cannot be truncated): readers skip a torn line anyway
   }
 }
 
-async function writeFully(fh: FileHandle, payload: Buffer): Promise<void> {
+async function writeFully(fh: AppendableFile, payload: Buffer): Promise<void> {
   let offset = 0;
   while (offset < payload.length) {
     const { bytesWritten } = await fh.write(payload, offset, payload.length - offset);
@@ -292,6 +300,7 @@ async function writeFully(fh: FileHandle, payload: Buffer): Promise<void> {
 
 async function fsyncDirectory(dir: string): Promise<void> {
   // makes the new directory entry durable, not only the file's data
+  if (memoryVolumeFor(dir) !== undefined) return;
   const dh = await fsp.open(dir, 'r');
   try {
     await dh.sync();
@@ -347,7 +356,7 @@ function serialise(record: TranscriptEntry, index: number): string {
  * Reads backwards from the end until the last complete record: whether the file ends with a
  * newline, and the id of the last entry. Cost is the size of the last line(s), not of the file.
  */
-async function inspectTail(fh: FileHandle, size: number): Promise<TailInfo> {
+async function inspectTail(fh: AppendableFile, size: number): Promise<TailInfo> {
   if (size === 0) return { endsWithNewline: true, hasRecord: false, lastEntryId: null };
   let buffer = Buffer.alloc(0);
   let bufferStart = size; // buffer holds file bytes [bufferStart, bufferStart + buffer.length)
@@ -435,14 +444,14 @@ export function readTranscript(transcriptPath: string): TranscriptReader {
 
 async function* streamRecords(file: string, stats: TranscriptReadStats): AsyncGenerator<TranscriptRecord> {
   Object.assign(stats, { bytes: 0, lines: 0, records: 0, skipped: 0, tornTail: false }); // a second pass recounts
-  let fh: FileHandle;
+  let stream: Readable; // bytes: readline decodes UTF-8 across chunk borders
   try {
-    fh = await fsp.open(file, 'r');
+    const volume = memoryVolumeFor(file);
+    stream = volume !== undefined ? volume.createReadStream(file) : (await fsp.open(file, 'r')).createReadStream();
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
     throw ioError(`could not open transcript ${file}`, err);
   }
-  const stream = fh.createReadStream(); // bytes: readline decodes UTF-8 across chunk borders
   let lastByte = NEWLINE;
   let streamError: unknown;
   stream.on('data', (chunk: Buffer | string) => {

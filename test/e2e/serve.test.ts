@@ -2,7 +2,7 @@
 // signals, real clients (raw sockets and src/server/client.ts), the store checked on disk.
 
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { connectClient, type Push, type SwitchboardClient } from '../../src/server/index.js';
 import { withLock } from '../../src/store/index.js';
 import { BIN, REPO_ROOT, jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
+import { ServeProcess, cleanEnv, pushWaiter, startServe, stopAllServers, trackServer } from '../serve-process.js';
 
 const FIXTURES = path.join(REPO_ROOT, 'dist', 'test', 'fixtures');
 const LIMITS_FIXTURE = path.join(FIXTURES, 'serve-limits.js');
@@ -19,12 +20,6 @@ const NOW = '2026-11-30T10:00:00Z';
 
 const SERVE_ENTRY = BIN;
 const SOCKET_CLIENT_ENTRY = BIN;
-
-function cleanEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', UV_THREADPOOL_SIZE: '16' };
-  for (const key of Object.keys(env)) if (key.startsWith('SWITCHBOARD_')) delete env[key];
-  return Object.assign(env, extra);
-}
 
 interface Finished {
   code: number | null;
@@ -52,79 +47,9 @@ function run(entry: string, args: string[], input = ''): Promise<Finished> {
   });
 }
 
-/** A running server process: its stderr as it comes, and its exit. */
-class ServeProcess {
-  stderr = '';
-  private readonly waiters: { pattern: RegExp; resolve: () => void }[] = [];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(
-    readonly child: ChildProcess,
-    readonly socketPath: string,
-  ) {
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (chunk: string) => {
-      this.stderr += chunk;
-      for (const waiter of [...this.waiters]) {
-        if (waiter.pattern.test(this.stderr)) {
-          this.waiters.splice(this.waiters.indexOf(waiter), 1);
-          waiter.resolve();
-        }
-      }
-    });
-    child.stdout!.resume();
-    this.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  }
-
-  /** Resolves when stderr matches (rejects if the process exits first or after timeoutMs). */
-  async waitForStderr(pattern: RegExp, timeoutMs = 20_000): Promise<void> {
-    if (pattern.test(this.stderr)) return;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        new Promise<void>((resolve) => this.waiters.push({ pattern, resolve })),
-        this.exited.then((exit) => {
-          throw new Error(`server exited (${exit.code ?? exit.signal}) before ${pattern}; stderr:\n${this.stderr}`);
-        }),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; stderr:\n${this.stderr}`)), timeoutMs);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  signal(signal: NodeJS.Signals): void {
-    this.child.kill(signal);
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.kill('SIGTERM');
-      await this.exited;
-    }
-  }
-}
-
-const running = new Set<ServeProcess>();
-
-async function startServe(state: string, extra: string[] = [], options: { socket?: string; ready?: boolean } = {}): Promise<ServeProcess> {
-  const socketPath = options.socket ?? path.join(state, 'switchboard.sock');
-  const args = ['serve', '--state-dir', state, ...(options.socket ? ['--socket', options.socket] : []), ...extra];
-  const child = spawn(process.execPath, [SERVE_ENTRY, ...args], { env: cleanEnv(), cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const server = new ServeProcess(child, socketPath);
-  running.add(server);
-  void server.exited.then(() => running.delete(server));
-  if (options.ready !== false) await server.waitForStderr(/listening on/);
-  return server;
-}
-
 async function startLimited(state: string, maxQueuedBytes: number, highWaterBytes: number): Promise<ServeProcess> {
   const child = spawn(process.execPath, [LIMITS_FIXTURE, state, String(maxQueuedBytes), String(highWaterBytes)], { env: cleanEnv(), cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const server = new ServeProcess(child, path.join(state, 'switchboard.sock'));
-  running.add(server);
-  void server.exited.then(() => running.delete(server));
+  const server = trackServer(new ServeProcess(child, path.join(state, 'switchboard.sock')));
   await server.waitForStderr(/listening on/);
   return server;
 }
@@ -221,9 +146,7 @@ function canonical(value: unknown): unknown {
 
 const line = (message: Record<string, unknown>) => JSON.stringify(message);
 
-after(async () => {
-  await Promise.all([...running].map((server) => server.stop()));
-});
+after(stopAllServers);
 
 describe('the socket file and single instance (quality case 25)', { timeout: 60_000 }, () => {
   test('socket is 0600 inside a 0700 folder; a second serve on the same socket refuses with exit 75 and the first keeps serving', async () => {
@@ -600,25 +523,6 @@ describe('requests', { timeout: 60_000 }, () => {
 });
 
 describe('runs in the server', { timeout: 60_000 }, () => {
-  /** Resolves with the first push matching `test` (pushes seen so far included). */
-  function pushWaiter(client: SwitchboardClient): (test: (push: Push) => boolean) => Promise<Push> {
-    const seen: Push[] = [];
-    const waiters: { test: (push: Push) => boolean; resolve: (push: Push) => void }[] = [];
-    client.onPush((push) => {
-      seen.push(push);
-      for (const waiter of [...waiters]) {
-        if (waiter.test(push)) {
-          waiters.splice(waiters.indexOf(waiter), 1);
-          waiter.resolve(push);
-        }
-      }
-    });
-    return (test) => {
-      const found = seen.find(test);
-      return found ? Promise.resolve(found) : new Promise((resolve) => waiters.push({ test, resolve }));
-    };
-  }
-
   test('replies and run events are pushed to subscribers; SIGTERM lets the running run finish', async () => {
     const state = tempDir();
     const config = writeJson(path.join(state, 'c.json'), { agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 300, toolCalls: 1 } } } });
