@@ -51,7 +51,7 @@ Examples:
   $ switchboard ingest examples/alice.ndjson --config examples/switchboard.json5
   $ echo '{"channel":"telegram","peer":"direct:123","text":"hi"}' | switchboard ingest
   $ switchboard ingest messages.ndjson --no-wait
-  $ switchboard ingest messages.ndjson --socket    (through a running switchboard serve)`,
+  $ switchboard ingest messages.ndjson --socket    (through a running serve: same events, same waiting)`,
     )
     .action(
       hooks.action((ctx: CliContext, file: string | undefined) => {

@@ -90,11 +90,22 @@ export async function runIngestViaSocket(ctx: CliContext, file: string | undefin
   const input = inputOf(ctx, file);
   const { ingestViaSocket } = await import('../server/index.js');
   const out = new BufferedWriter(ctx.streams.stdout);
-  const summary = await ingestViaSocket(socketPathOf(ctx, socketPath), input, async (events: IngestEvent[]) => {
-    for (const event of events) out.line(JSON.stringify(event));
+  const wait = (ctx.options as { wait?: boolean }).wait !== false;
+  const onRunEvent = async (event: Record<string, unknown>): Promise<void> => {
+    out.line(JSON.stringify(event));
     await out.flush();
-  });
+  };
+  const summary = await ingestViaSocket(
+    socketPathOf(ctx, socketPath),
+    input,
+    async (events: IngestEvent[]) => {
+      for (const event of events) out.line(JSON.stringify(event));
+      await out.flush();
+    },
+    wait ? { onRunEvent } : {},
+  );
   await out.flush();
+  if (summary.cutShort) ctx.note('switchboard: the server stopped before the runs of these messages ended; what still waits stays queued');
   if (ctx.streams.stderr.isTTY) {
     ctx.note(
       `switchboard: ${summary.results} message(s) taken into ${summary.sessions.size} session(s)${summary.resets ? `, ${summary.resets} reset(s)` : ''}${summary.errors ? `, ${summary.errors} bad line(s)` : ''}`,

@@ -178,9 +178,18 @@ export interface SocketIngestSummary {
   errors: number;
   sessions: Set<string>;
   resets: number;
+  /** The server stopped (or the connection dropped) while runs of these sessions were still going. */
+  cutShort?: boolean;
 }
 
 export interface SocketIngestOptions {
+  /**
+   * Given: like a local `ingest` without --no-wait, the run and queue events of the sessions these
+   * messages went to (reply, dropped, expired, run_failed, overflow, run_started, run_ended) are
+   * handed here as they happen, and the call returns only once those sessions have no run and
+   * nothing queued any more (or the server stops: then `cutShort` is set).
+   */
+  onRunEvent?: (event: Record<string, unknown>) => void | Promise<void>;
   /** Requests in flight at once (default 4); answers still come back in line order. */
   window?: number;
   /** Most messages per `ingest` request (default 500). */
@@ -217,6 +226,7 @@ export async function ingestViaSocket(
   const client = await connectClient(socketPath);
   const summary: SocketIngestSummary = { exitCode: 0, results: 0, errors: 0, sessions: new Set(), resets: 0 };
   let batch: { first: number; messages: unknown[]; bytes: number } | undefined;
+  const follower = options.onRunEvent ? await followRuns(client, summary.sessions, options.onRunEvent) : undefined;
 
   const deliver = async (events: IngestEvent[]): Promise<void> => {
     for (const event of events) {
@@ -229,6 +239,7 @@ export async function ingestViaSocket(
     }
     summary.exitCode = exitCodeFor(events, summary.exitCode);
     await onEvents(events);
+    await follower?.sessionsGrew();
   };
   // Answers are delivered in line order as they come; at most `window` wait undelivered. After a
   // failure nothing more is delivered (the chain stays rejected) and the failure is thrown.
@@ -287,6 +298,7 @@ export async function ingestViaSocket(
     });
     await flush();
     await tail;
+    if (follower) summary.cutShort = !(await follower.untilIdle());
   } catch (err) {
     if (!isSwitchboardError(err)) {
       throw new SwitchboardError('IO', `reading input failed: ${(err as Error).message}`, { cause: err });
@@ -296,6 +308,59 @@ export async function ingestViaSocket(
     await client.close();
   }
   return summary;
+}
+
+/** How often a waiting `ingest --socket` asks whether its sessions are idle. */
+const IDLE_POLL_MS = 50;
+
+/**
+ * Subscribes (before anything is sent, so no event is missed) and forwards the run and queue
+ * events of `sessions` — a set the caller fills from its results. Events of a session that is not
+ * (yet) known wait until its result has arrived; those of other sessions are dropped at the end.
+ */
+async function followRuns(client: SwitchboardClient, sessions: ReadonlySet<string>, onRunEvent: (event: Record<string, unknown>) => void | Promise<void>) {
+  const early: Record<string, unknown>[] = [];
+  const running = new Set<string>();
+  let forwarding: Promise<void> = Promise.resolve();
+  const forward = (event: Record<string, unknown>): void => {
+    if (event.type === 'run_started') running.add(event.runId as string);
+    else if (event.type === 'run_ended') running.delete(event.runId as string);
+    forwarding = forwarding.then(() => onRunEvent(event));
+  };
+  client.onPush(({ event: type, ...fields }) => {
+    // Results come with the answers; `shutdown` ends the connection (seen by untilIdle).
+    if (type === 'result' || type === 'error' || type === 'shutdown') return;
+    const event = { type, ...fields };
+    if (sessions.has(fields.sessionKey as string)) forward(event);
+    else early.push(event);
+  });
+  await client.request('subscribe', {});
+  const sessionsGrew = async (): Promise<void> => {
+    const waiting = early.splice(0);
+    for (const event of waiting) {
+      if (sessions.has(event.sessionKey as string)) forward(event);
+      else early.push(event);
+    }
+    await forwarding;
+  };
+  /** True once no session of ours has a run or waiting work and every run seen to start has ended. */
+  const untilIdle = async (): Promise<boolean> => {
+    early.length = 0;
+    try {
+      for (;;) {
+        const listing = await client.request<{ items: { sessionKey: string }[]; active: { sessionKey: string }[] }>('queue.list', {});
+        const busy = [...listing.items, ...listing.active].some((entry) => sessions.has(entry.sessionKey));
+        if (!busy && running.size === 0) return true;
+        await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
+      }
+    } catch (err) {
+      if (isSwitchboardError(err) && err.code === 'UNAVAILABLE') return false;
+      throw err;
+    } finally {
+      await forwarding;
+    }
+  };
+  return { sessionsGrew, untilIdle };
 }
 
 /** One message to a server; `onEvents` gets its event. Returns the exit code `switchboard send` would. */

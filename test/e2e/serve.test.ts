@@ -654,6 +654,39 @@ describe('ingest and send through the socket', { timeout: 60_000 }, () => {
     await server.stop();
   });
 
+  test('with a runner, ingest --socket prints the runs\' events and returns once they ended, as ingest does; --no-wait prints results only', async () => {
+    const state = tempDir();
+    const config = writeJson(path.join(state, 'c.json'), {
+      agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 50, toolCalls: 1 } } },
+      messages: { queue: { mode: 'followup', debounceMs: 0 } },
+      session: { dmScope: 'per-peer' },
+    });
+    const server = await startServe(state, ['--config', config]);
+    const input = [
+      line({ channel: 'telegram', peer: 'direct:1', text: 'one' }),
+      line({ channel: 'telegram', peer: 'direct:1', text: 'two' }),
+      line({ channel: 'telegram', peer: 'direct:2', text: 'three' }),
+    ].join('\n');
+    const waited = await run(SOCKET_CLIENT_ENTRY, ['ingest', '--socket', server.socketPath, '--state-dir', state], input);
+    assert.equal(waited.code, 0, waited.stderr);
+    const events = jsonLines(waited.stdout);
+    const results = events.filter((e) => e.type === 'result');
+    assert.deepEqual(results.map((e) => e.disposition), ['started', 'queued', 'started']);
+    assert.deepEqual(events.filter((e) => e.type === 'reply').map((e) => e.text).sort(), ['slow-echo: one', 'slow-echo: three', 'slow-echo: two']);
+    // Every run it caused was seen to start and to end before it returned.
+    const started = events.filter((e) => e.type === 'run_started').map((e) => e.runId).sort();
+    assert.equal(started.length, 3);
+    assert.deepEqual(events.filter((e) => e.type === 'run_ended').map((e) => e.runId).sort(), started);
+    const probe = await connectClient(server.socketPath);
+    assert.deepEqual(await probe.request('queue.list', {}), { items: [], active: [] });
+    await probe.close();
+
+    const quick = await run(SOCKET_CLIENT_ENTRY, ['ingest', '--socket', server.socketPath, '--state-dir', state, '--no-wait'], line({ channel: 'telegram', peer: 'direct:3', text: 'four' }));
+    assert.equal(quick.code, 0, quick.stderr);
+    assert.deepEqual(jsonLines(quick.stdout).map((e) => [e.type, e.disposition]), [['result', 'started']]);
+    await server.stop();
+  });
+
   test('without a server: exit 69 UNAVAILABLE with a hint, for ingest, send and the client API', async () => {
     const state = tempDir();
     const socketPath = path.join(state, 'switchboard.sock');
