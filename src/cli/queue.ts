@@ -26,7 +26,7 @@ Examples:
     .command('list', { isDefault: true })
     .option('--session <key>', 'only this session (key or session id)')
     .description('queued and parked items (oldest first) and active runs')
-    .addHelpText('after', '\nJSON: {items: [{runId, messageId, requester, sessionKey, sessionId, mode, state, enqueuedAt, text, …}], active: [{runId, sessionKey, sessionId, pid, startedAt, …}]}\n\nExample:\n  $ switchboard queue list --session agent:main:direct:alice --json')
+    .addHelpText('after', '\nJSON: {items: [{runId, messageId, requester, sessionKey, sessionId, mode, state, enqueuedAt, text, …, owner}], active: [{runId, sessionKey, sessionId, pid, startedAt, …}]}\n\nExample:\n  $ switchboard queue list --session agent:main:direct:alice --json')
     .action(hooks.action((ctx: CliContext) => runList(ctx)));
   queue
     .command('show')
@@ -81,7 +81,7 @@ function printListing(ctx: CliContext, listing: QueueListing): void {
     if (listing.active.length > 0) out.write('\n');
     out.write(
       table(
-        ['Queued', 'Session', '#', 'Mode', 'State', 'From', 'Age', 'Text'],
+        ['Queued', 'Session', '#', 'Mode', 'State', 'From', 'Owner', 'Age', 'Text'],
         listing.items.map((item) => [
           item.runId,
           item.sessionKey,
@@ -89,6 +89,7 @@ function printListing(ctx: CliContext, listing: QueueListing): void {
           item.mode,
           item.state,
           item.requester,
+          item.owner === null ? '-' : `${item.owner.pid}${item.owner.alive === false ? ' (gone)' : ''}`,
           formatAge(Math.max(0, now - item.enqueuedAt)),
           clip(item.text),
         ]),
@@ -101,7 +102,7 @@ async function runList(ctx: CliContext): Promise<number> {
   const session = (ctx.options as { session?: string }).session;
   const listing = await listQueue(await ctx.engine(), { session });
   if (ctx.json) {
-    const items = listing.items.map(({ runId, messageId, requester, sessionKey, sessionId, mode, state, enqueuedAt, text, agentId, kind, position }) => ({
+    const items = listing.items.map(({ runId, messageId, requester, sessionKey, sessionId, mode, state, enqueuedAt, text, agentId, kind, position, owner }) => ({
       runId,
       messageId,
       requester,
@@ -114,6 +115,7 @@ async function runList(ctx: CliContext): Promise<number> {
       agentId,
       kind,
       position,
+      owner,
     }));
     writeJsonLine(ctx.streams.stdout, { items, active: listing.active });
     return 0;

@@ -6,7 +6,7 @@ import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import { readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import { incognitoStoreFor, knownAgentIds, type EngineContext } from './context.js';
-import { droppedEventOf, learnLiveness, queueOf, runAlive, setQueue, type DroppedEvent, type Liveness, type QueuedEntry } from './queue-state.js';
+import { THIS_PROCESS, droppedEventOf, learnLiveness, ownerAlive, queueOf, runAlive, setQueue, type DroppedEvent, type Liveness, type QueuedEntry } from './queue-state.js';
 import { queueRuntimeFor } from './runtime.js';
 import { findSession, selectStores } from './sessions.js';
 
@@ -25,6 +25,8 @@ export interface QueueListItem {
   kind: string;
   /** 1 = next in its session's queue. */
   position: number;
+  /** The process that drains this session's queue (alive: false = gone, null = another host), or null when none has claimed it yet. */
+  owner: { pid: number; hostname: string; alive: boolean | null } | null;
 }
 
 /** One active run (cli.md, plus agentId, hostname, lane and whether its process is alive). */
@@ -65,7 +67,9 @@ function sessionFilter(ctx: EngineContext, session: string | undefined): ((key: 
   return (candidate, entry) => candidate === key || entry.sessionId === wanted;
 }
 
-function itemsOf(agentId: string, sessionKey: string, entry: QueuedEntry): QueueListItem[] {
+function itemsOf(agentId: string, sessionKey: string, entry: QueuedEntry, liveness: Liveness = new Map()): QueueListItem[] {
+  const claimed = entry.queueOwner;
+  const owner = claimed ? { pid: claimed.pid, hostname: claimed.hostname, alive: claimed.hostname === THIS_PROCESS.hostname ? (ownerAlive(claimed, liveness) ?? null) : null } : null;
   return queueOf(entry).map((item, index) => ({
     runId: item.runId,
     messageId: item.messageId ?? null,
@@ -79,6 +83,7 @@ function itemsOf(agentId: string, sessionKey: string, entry: QueuedEntry): Queue
     agentId,
     kind: item.kind,
     position: index + 1,
+    owner,
   }));
 }
 
@@ -90,9 +95,9 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
     const store = await readSessionStore(location.storePath);
     const entries = Object.entries(store as Record<string, QueuedEntry>).filter(([key, entry]) => (filter ? filter(key, entry) : true));
     const liveness: Liveness = new Map();
-    await learnLiveness(ctx, location, entries.filter(([, entry]) => entry.activeRun).map(([, entry]) => entry), liveness);
+    await learnLiveness(ctx, location, entries.filter(([, entry]) => entry.activeRun || entry.queueOwner).map(([, entry]) => entry), liveness);
     for (const [key, entry] of entries) {
-      listing.items.push(...itemsOf(location.agentId, key, entry));
+      listing.items.push(...itemsOf(location.agentId, key, entry, liveness));
       const run = entry.activeRun;
       if (run) {
         const alive = runAlive(run, liveness);

@@ -25,6 +25,8 @@ export interface SwitchboardClient {
   readonly pending: number;
   /** Closes the connection once the server has answered every request sent (pushes after that are not read). */
   close(): Promise<void>;
+  /** Cuts the connection at once; requests still waiting are rejected (UNAVAILABLE). For a server that stopped answering. */
+  destroy(): void;
   /** Settles when the connection is gone (for whatever reason). */
   readonly closed: Promise<void>;
 }
@@ -166,6 +168,11 @@ class Client implements SwitchboardClient {
       else this.drained = () => this.socket.destroy();
     }
     await this.closed;
+  }
+
+  destroy(): void {
+    this.lastError ??= new SwitchboardError('UNAVAILABLE', `the connection to ${this.socketPath} was cut by this client`);
+    this.socket.destroy();
   }
 }
 
