@@ -14,6 +14,7 @@ import { registerDoctorCommand } from './doctor.js';
 import { registerServeCommand } from './serve.js';
 import { registerQueueCommands } from './queue.js';
 import { registerSessionCommands } from './sessions.js';
+import { registerTopCommand } from './top/command.js';
 
 export const VERSION = '0.1.0';
 
@@ -78,6 +79,7 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
   registerMaintainCommand(program, hooks);
   registerDoctorCommand(program, hooks);
   registerConfigCommands(program, hooks);
+  registerTopCommand(program, hooks);
   for (const command of program.commands) {
     command.exitOverride();
     for (const sub of command.commands) sub.exitOverride();
