@@ -2,7 +2,7 @@
 // builtin:slow-echo runner, the real binary in a real terminal (tmux), and the refusal without one.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { systemClock } from '../../src/core/index.js';
@@ -14,14 +14,11 @@ import type { TopSnapshot } from '../../src/cli/top/snapshot.js';
 import type { EngineContext } from '../../src/engine/index.js';
 import { connectClient, type SwitchboardClient } from '../../src/server/index.js';
 import { BIN, REPO_ROOT, runCli, tempDir, writeJson } from '../helpers.js';
+import { ServeProcess, cleanEnv, startServe as startServeProcess, stopAllServers } from '../serve-process.js';
+
+after(stopAllServers);
 
 const RUNNER = { command: 'builtin:slow-echo', delayMs: 600_000, toolCalls: 1 };
-
-function cleanEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && !key.startsWith('SWITCHBOARD_')) env[key] = value;
-  return { ...env, NO_COLOR: '1' };
-}
 
 /** A temp state dir with a config whose runs last until aborted; at most 3 runs at once. */
 function stateWithRunner(): { state: string; config: string } {
@@ -34,30 +31,9 @@ function stateWithRunner(): { state: string; config: string } {
   return { state, config };
 }
 
-interface Serve {
-  child: ChildProcess;
-  socket: string;
-  exited: Promise<number | null>;
-}
-
-async function startServe(state: string, config: string): Promise<Serve> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--state-dir', state, '--config', config, '--grace', '100'], { env: cleanEnv(), cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  let stderr = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (chunk: string) => {
-      stderr += chunk;
-      if (stderr.includes('listening on')) resolve();
-    });
-    void exited.then((code) => reject(new Error(`serve exited (${code}) before listening:\n${stderr}`)));
-  });
-  return { child, socket: path.join(state, 'switchboard.sock'), exited };
-}
-
-async function stopServe(serve: Serve): Promise<void> {
-  if (serve.child.exitCode === null && serve.child.signalCode === null) serve.child.kill('SIGTERM');
-  await serve.exited;
+/** A server whose runs are aborted at once on SIGTERM (short grace). */
+function startServe(state: string, config: string): Promise<ServeProcess> {
+  return startServeProcess(state, ['--config', config, '--grace', '100']);
 }
 
 /** Polls until `check` passes (a generous deadline, no timing asserted). */
@@ -110,7 +86,7 @@ function assertBusyPicture(reading: SourceReading, serverPid: number): void {
 describe('top data sources against a real serve', { timeout: 120_000 }, () => {
   let state: string;
   let config: string;
-  let serve: Serve;
+  let serve: ServeProcess;
   let client: SwitchboardClient;
   const busy = (reading: SourceReading): boolean =>
     reading.active.some((run) => run.runId === 'a1') && reading.locks.some((lock) => lock.path.startsWith('lanes/main/slot-'));
@@ -118,14 +94,14 @@ describe('top data sources against a real serve', { timeout: 120_000 }, () => {
   before(async () => {
     ({ state, config } = stateWithRunner());
     serve = await startServe(state, config);
-    client = await connectClient(serve.socket);
+    client = await connectClient(serve.socketPath);
     assert.equal(await ingest(client, 'direct:1', 'a1'), 'started');
     assert.equal(await ingest(client, 'direct:1', 'a2'), 'queued');
   });
 
   after(async () => {
     await client?.close();
-    if (serve) await stopServe(serve);
+    if (serve) await serve.stop();
   });
 
   test('the store source sees the active run, the lane slot 1/3, the queued item with its owner and the held locks', async () => {
@@ -137,7 +113,7 @@ describe('top data sources against a real serve', { timeout: 120_000 }, () => {
   });
 
   test('the server source shows the same picture, gets pushed events, and cancels and aborts through the server', async () => {
-    const source = await ServerSource.connect(serve.socket, () => engineOf(state, config), systemClock);
+    const source = await ServerSource.connect(serve.socketPath, () => engineOf(state, config), systemClock);
     try {
       const reading = await eventually(() => source.read(), busy, 'the run and its slot through the server');
       assertBusyPicture(reading, serve.child.pid!);
@@ -177,7 +153,7 @@ describe('top data sources against a real serve', { timeout: 120_000 }, () => {
       server: () => ServerSource.connect(socket, () => engineOf(state, config), clock),
       store: async (): Promise<TopSource> => new StoreSource(await engineOf(state, config)),
     });
-    const viaServer = new TopFeed(openers(serve.socket), clock, 60_000);
+    const viaServer = new TopFeed(openers(serve.socketPath), clock, 60_000);
     try {
       const first = await viaServer.start();
       assert.equal(first.source, 'server');
@@ -229,10 +205,10 @@ describe('top in a terminal', { timeout: 120_000 }, () => {
   test('in tmux: shows the run, c cancels the queued item, a aborts the session, q exits 0', { skip }, async () => {
     const { state, config } = stateWithRunner();
     const serve = await startServe(state, config);
-    const client = await connectClient(serve.socket);
+    const client = await connectClient(serve.socketPath);
     // A private tmux server (its socket in the temp dir), so nothing of the user's tmux is touched.
     const tmuxSocket = path.join(state, 'tmux.sock');
-    const tm = (...args: string[]) => spawnSync('tmux', ['-S', tmuxSocket, ...args], { encoding: 'utf8', env: cleanEnv() });
+    const tm = (...args: string[]) => spawnSync('tmux', ['-S', tmuxSocket, ...args], { encoding: 'utf8', env: cleanEnv() as NodeJS.ProcessEnv });
     const pane = (): string => tm('capture-pane', '-p', '-t', 'top').stdout;
     const paneShows = (pattern: RegExp, what: string) => eventually(async () => pane(), (text) => pattern.test(text), what);
     try {
@@ -269,7 +245,7 @@ describe('top in a terminal', { timeout: 120_000 }, () => {
     } finally {
       tm('kill-server');
       await client.close();
-      await stopServe(serve);
+      await serve.stop();
     }
   });
 });

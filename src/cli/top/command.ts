@@ -58,7 +58,7 @@ async function runTopCommand(ctx: CliContext): Promise<number> {
     streams: ctx.streams,
     color: ctx.options.color !== false && !('NO_COLOR' in ctx.streams.env) && ctx.streams.env.TERM !== 'dumb',
     storeEngine: () => ctx.engine(),
-    // Next to a server, locks, lanes and queue owners are read with the server's state dir and config.
+    // Next to a server, locks and lanes are read with the server's state dir and config.
     serverEngine: (status) => {
       const stateDir = typeof status.stateDir === 'string' ? status.stateDir : ctx.options.stateDir;
       const config = typeof status.config === 'string' ? status.config : ctx.options.config;
