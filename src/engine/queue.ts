@@ -4,7 +4,7 @@
 import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
-import { readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
+import { memoryVolumeFor, readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import { incognitoStoreFor, knownAgentIds, type EngineContext } from './context.js';
 import { THIS_PROCESS, droppedEventOf, learnLiveness, ownerAlive, queueOf, runAlive, setQueue, type DroppedEvent, type Liveness, type QueuedEntry } from './queue-state.js';
 import { queueRuntimeFor } from './runtime.js';
@@ -27,6 +27,8 @@ export interface QueueListItem {
   position: number;
   /** The process that drains this session's queue (alive: false = gone, null = another host), or null when none has claimed it yet. */
   owner: { pid: number; hostname: string; alive: boolean | null } | null;
+  /** A server's incognito session: kept in its memory only. */
+  incognito: boolean;
 }
 
 /** One active run (cli.md, plus agentId, hostname, lane and whether its process is alive). */
@@ -42,6 +44,8 @@ export interface QueueActiveRun {
   /** false: its process is gone (the next ingest takes the session over); null: another host. */
   alive: boolean | null;
   abortRequested: boolean;
+  /** A server's incognito session: kept in its memory only. */
+  incognito: boolean;
 }
 
 export interface QueueListing {
@@ -67,7 +71,8 @@ function sessionFilter(ctx: EngineContext, session: string | undefined): ((key: 
   return (candidate, entry) => candidate === key || entry.sessionId === wanted;
 }
 
-function itemsOf(agentId: string, sessionKey: string, entry: QueuedEntry, liveness: Liveness = new Map()): QueueListItem[] {
+function itemsOf(location: StoreLocation, sessionKey: string, entry: QueuedEntry, liveness: Liveness = new Map()): QueueListItem[] {
+  const incognito = memoryVolumeFor(location.storePath) !== undefined;
   const claimed = entry.queueOwner;
   const owner = claimed ? { pid: claimed.pid, hostname: claimed.hostname, alive: claimed.hostname === THIS_PROCESS.hostname ? (ownerAlive(claimed, liveness) ?? null) : null } : null;
   return queueOf(entry).map((item, index) => ({
@@ -80,10 +85,11 @@ function itemsOf(agentId: string, sessionKey: string, entry: QueuedEntry, livene
     state: item.state,
     enqueuedAt: item.enqueuedAt,
     text: item.text,
-    agentId,
+    agentId: location.agentId,
     kind: item.kind,
     position: index + 1,
     owner,
+    incognito,
   }));
 }
 
@@ -97,7 +103,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
     const liveness: Liveness = new Map();
     await learnLiveness(ctx, location, entries.filter(([, entry]) => entry.activeRun || entry.queueOwner).map(([, entry]) => entry), liveness);
     for (const [key, entry] of entries) {
-      listing.items.push(...itemsOf(location.agentId, key, entry, liveness));
+      listing.items.push(...itemsOf(location, key, entry, liveness));
       const run = entry.activeRun;
       if (run) {
         const alive = runAlive(run, liveness);
@@ -112,6 +118,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
           lane: run.lane,
           alive: alive === undefined ? null : alive,
           abortRequested: entry.abortRequested === run.runId,
+          incognito: memoryVolumeFor(location.storePath) !== undefined,
         });
       }
     }
@@ -132,7 +139,7 @@ export async function showQueued(ctx: EngineContext, runId: string): Promise<Que
     for (const [key, value] of Object.entries(store)) {
       const entry = value as QueuedEntry;
       const index = queueOf(entry).findIndex((item) => item.runId === runId);
-      if (index >= 0) return { kind: 'item', item: { ...queueOf(entry)[index], ...itemsOf(location.agentId, key, entry)[index] } };
+      if (index >= 0) return { kind: 'item', item: { ...queueOf(entry)[index], ...itemsOf(location, key, entry)[index] } };
     }
   }
   const listing = await listQueue(ctx);
@@ -158,7 +165,7 @@ export async function cancelQueued(ctx: EngineContext, runId: string): Promise<C
           if (entry.activeRun?.runId === runId) activeHere = key;
           continue;
         }
-        const listed = itemsOf(location.agentId, key, entry)[index];
+        const listed = itemsOf(location, key, entry)[index];
         const leasedBy = queue[index].leasedBy;
         if (leasedBy !== undefined) {
           throw new SwitchboardError('SESSION_BUSY', `"${runId}" is being injected into run ${leasedBy} at its next boundary and can no longer be cancelled`, {
@@ -205,7 +212,7 @@ export async function abortSession(ctx: EngineContext, keyOrId: string): Promise
     const entry = store[found.key] as QueuedEntry | undefined;
     if (!entry) throw new SwitchboardError('NOT_FOUND', `session "${found.key}" was deleted meanwhile`);
     const queue = queueOf(entry);
-    const listed = itemsOf(found.location.agentId, found.key, entry);
+    const listed = itemsOf(found.location, found.key, entry);
     const cancelled = listed.filter((_, index) => queue[index].leasedBy === undefined);
     const withRun = queue.filter((item) => item.leasedBy !== undefined);
     setQueue(entry, withRun);

@@ -141,7 +141,8 @@ describe('incognito sessions in serve', { timeout: 60_000 }, () => {
       const queue = await client.request<any>('queue.list', {});
       return queue.items.length === 1 ? queue : undefined;
     }, 'the incognito item in queue.list');
-    assert.equal(listed.items[0].runId, second.runId);
+    assert.deepEqual([listed.items[0].runId, listed.items[0].incognito], [second.runId, true]);
+    assert.deepEqual(listed.active.map((run: any) => [run.runId, run.incognito]), [[first.runId, true]]);
 
     server.signal('SIGTERM');
     const dropped = await waitFor((push) => push.event === 'dropped' && push.runId === second.runId);

@@ -112,6 +112,26 @@ describe('top view: panels from a snapshot', () => {
     assert.match(lineWith(frame, 'slow-echo: hi'), /1s ago\s+reply\s+agent:main:direct:bob\s+run run-bob/);
   });
 
+  test('runs and queued items of a server\'s incognito sessions carry a marker', () => {
+    const base = snapshot();
+    const { lastFrame, unmount } = render(
+      h(TopView, {
+        snapshot: { ...base, active: [{ ...base.active[0]!, incognito: true }, base.active[1]!], queued: [{ ...base.queued[0]!, incognito: true }, base.queued[1]!] },
+        selected: null,
+        status: null,
+        width: 140,
+        height: 40,
+        color: false,
+      }),
+    );
+    const frame = lastFrame() ?? '';
+    unmount();
+    assert.match(lineWith(frame, 'run-alice'), /\(incognito\) agent:main:direct:alice\s+run-alice/);
+    assert.match(lineWith(frame, 'q-alice-1'), /\(incognito\) agent:main:direct:alice\s+q-alice-1/);
+    assert.doesNotMatch(lineWith(frame, 'run-bob '), /incognito/);
+    assert.doesNotMatch(lineWith(frame, 'q-carol-1'), /incognito/);
+  });
+
   test('empty panels say so, and a failed refresh is shown under the header', () => {
     const { lastFrame, unmount } = render(
       h(TopView, {

@@ -58,6 +58,11 @@ export function age(ms: number | null | undefined): string {
   return `${Math.floor(s / 86_400)}d${two(Math.floor(s / 3600) % 24)}h`;
 }
 
+/** The marker comes first so that clipping a long key never hides it. */
+function sessionLabel(row: { sessionKey: string; incognito?: boolean }): string {
+  return row.incognito ? `(incognito) ${row.sessionKey}` : row.sessionKey;
+}
+
 function owner(pid: number | null, host: string | null): string {
   return pid === null ? '-' : `${pid}@${host ?? '?'}`;
 }
@@ -113,7 +118,7 @@ export function screenLines(input: LayoutInput): ScreenLine[] {
       { header: 'Pid', max: 24 },
       { header: 'State', max: 12 },
     ],
-    snapshot.active.map((run) => [run.sessionKey, run.runId, run.lane, age(now - run.startedAt), owner(run.pid, run.hostname), run.state]),
+    snapshot.active.map((run) => [sessionLabel(run), run.runId, run.lane, age(now - run.startedAt), owner(run.pid, run.hostname), run.state]),
   );
   const queuedTable = tabulate(
     [
@@ -127,7 +132,7 @@ export function screenLines(input: LayoutInput): ScreenLine[] {
       { header: 'Age', max: 6 },
     ],
     snapshot.queued.map((item) => [
-      item.sessionKey,
+      sessionLabel(item),
       item.runId,
       String(item.position),
       `${item.mode}/${item.kind}`,

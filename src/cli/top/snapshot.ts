@@ -13,6 +13,8 @@ export interface TopRun {
   hostname: string;
   /** running, aborting (abort asked for), holder-dead (its process is gone). */
   state: 'running' | 'aborting' | 'holder-dead';
+  /** A server's incognito session (kept in its memory only). */
+  incognito?: boolean;
 }
 
 export interface TopLane {
@@ -42,6 +44,8 @@ export interface TopQueued {
   owner: TopOwner | null;
   enqueuedAt: number;
   position: number;
+  /** A server's incognito session (kept in its memory only). */
+  incognito?: boolean;
 }
 
 export interface TopLock {

@@ -86,6 +86,7 @@ export function rowsOfListing(listing: QueueListing): { active: TopRun[]; queued
     pid: run.pid,
     hostname: run.hostname,
     state: run.alive === false ? 'holder-dead' : run.abortRequested ? 'aborting' : 'running',
+    incognito: run.incognito === true,
   }));
   const queued: TopQueued[] = listing.items.map((item) => ({
     runId: item.runId,
@@ -98,6 +99,7 @@ export function rowsOfListing(listing: QueueListing): { active: TopRun[]; queued
     owner: item.owner ?? null,
     enqueuedAt: item.enqueuedAt,
     position: item.position,
+    incognito: item.incognito === true,
   }));
   return { active, queued };
 }
