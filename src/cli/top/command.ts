@@ -50,6 +50,10 @@ async function runTopCommand(ctx: CliContext): Promise<number> {
       hint: 'for scripts use `switchboard queue --json`, `switchboard locks --json`, or the `status` op of `switchboard serve`',
     });
   }
+  // ink prints only the final frame when it thinks it runs under CI (CI or CONTINUOUS_INTEGRATION
+  // set, read once when ink is loaded). top has just checked that it has a terminal, so it renders
+  // live regardless; nothing else in this process reads these variables.
+  for (const name of ['CI', 'CONTINUOUS_INTEGRATION']) if (name in process.env) process.env[name] = 'false';
   const { runTop } = await import('./run.js');
   return runTop({
     socketPath: socketPathOf(ctx, flags.socket),
