@@ -15,16 +15,26 @@ function transcriptOf(state, key) {
   return fs.readFileSync(path.join(dir, store[key].sessionFile), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 
-/** Streams lines into one ingest process with pauses, so later lines arrive while a run is busy. */
+/**
+ * Streams lines into one ingest process with pauses, so later lines arrive while a run is busy.
+ * The pauses start once the first line's result is out: the process is then up and reading, so a
+ * line's sentAt is its arrival time (not the process's start-up time later).
+ */
 function ingestTimed(state, config, steps) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'ingest', '--state-dir', state, '--config', config], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
-    child.stdout.on('data', (d) => (out += d));
+    let firstResult;
+    const answered = new Promise((r) => (firstResult = r));
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('"type":"result"')) firstResult();
+    });
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`ingest exited ${code}`))));
     (async () => {
-      for (const step of steps) {
+      for (const [index, step] of steps.entries()) {
+        if (index === 1) await answered;
         if (step.waitMs) await new Promise((r) => setTimeout(r, step.waitMs));
         if (step.line) {
           step.sentAt = Date.now();

@@ -290,13 +290,15 @@ export class LocalRun {
   private async consume(handle: RunHandle): Promise<RunEndEvent> {
     let end: RunEndEvent | undefined;
     for await (const event of handle) {
+      // Records carry the time their event happened, not the later time their write completed.
+      const at = this.ctx.clock.now();
       if (event.type === 'end') {
         end = event;
       } else if (event.type === 'boundary') {
         const steered = this.steerAtBoundary(handle);
-        if (steered.length > 0) this.enqueue(() => this.recordSteer(steered));
+        if (steered.length > 0) this.enqueue(() => this.recordSteer(steered, at));
       } else {
-        this.enqueue(() => this.record(event));
+        this.enqueue(() => this.record(event, at));
       }
     }
     return end ?? (await handle.ended);
@@ -311,32 +313,33 @@ export class LocalRun {
     return items;
   }
 
-  private async record(event: Exclude<RunEvent, RunEndEvent | { type: 'boundary' }>): Promise<void> {
+  private async record(event: Exclude<RunEvent, RunEndEvent | { type: 'boundary' }>, at: number): Promise<void> {
     const runId = this.turn.runId;
+    const timestamp = new Date(at).toISOString();
     switch (event.type) {
       case 'tool_call':
-        await this.writer!.append([{ type: 'tool_call', runId, toolCallId: event.id, name: event.name, args: event.args ?? null }]);
+        await this.writer!.append([{ type: 'tool_call', timestamp, runId, toolCallId: event.id, name: event.name, args: event.args ?? null }]);
         return;
       case 'tool_result': {
-        const record: NewTranscriptEntry = { type: 'tool_result', runId, toolCallId: event.id, output: event.output ?? null };
+        const record: NewTranscriptEntry = { type: 'tool_result', timestamp, runId, toolCallId: event.id, output: event.output ?? null };
         if (event.isError !== undefined) record.isError = event.isError;
         await this.writer!.append([record]);
         return;
       }
       case 'assistant':
         this.lastAssistant = event.text;
-        await this.writer!.append([assistantRecord(event.text, this.ctx.clock.now(), { runId })]);
+        await this.writer!.append([assistantRecord(event.text, at, { runId })]);
         return;
       case 'reply':
-        await this.deliver(event.text);
+        await this.deliver(event.text, at);
         return;
       default:
         return; // hello, stderr: nothing to record
     }
   }
 
-  /** The boundary's injection, recorded at that point: a steer record, then the messages. */
-  private async recordSteer(items: QueueItem[]): Promise<void> {
+  /** The boundary's injection, recorded at that point (`at`): a steer record, then the messages. */
+  private async recordSteer(items: QueueItem[], at: number): Promise<void> {
     const runIds = new Set(items.map((item) => item.runId));
     try {
       await updateStore(this.ctx, this.location, (store) => {
@@ -353,14 +356,16 @@ export class LocalRun {
       // The runner already has them; if the store cannot be updated now, the end of the run
       // removes them (steeredIds) so that they are not run a second time.
     }
+    const timestamp = new Date(at).toISOString();
     await this.writer!.append([
-      { type: 'steer', runId: this.turn.runId, items: items.map((item) => ({ runId: item.runId, messageId: item.messageId ?? null })) },
-      ...items.map(recordOfItem),
+      { type: 'steer', timestamp, runId: this.turn.runId, items: items.map((item) => ({ runId: item.runId, messageId: item.messageId ?? null })) },
+      ...items.map((item) => ({ ...recordOfItem(item), timestamp })),
     ]);
   }
 
   /** sendPolicy, the reply record, the delivery mirror, then the reply event. */
-  private async deliver(text: string): Promise<void> {
+  /** `at`: when the runner produced the reply (its record's time; the mirror is stamped when delivered). */
+  private async deliver(text: string, at: number): Promise<void> {
     const turn = this.turn;
     let entry: QueuedEntry | undefined;
     try {
@@ -382,9 +387,9 @@ export class LocalRun {
     const now = this.ctx.clock.now();
     const records: NewTranscriptEntry[] = [];
     if (!delivered) {
-      records.push(assistantRecord(text, now, { runId: turn.runId, reply: true, delivered: false, policy: { decision: policy.decision, rule: policy.rule, source: policy.source } }));
+      records.push(assistantRecord(text, at, { runId: turn.runId, reply: true, delivered: false, policy: { decision: policy.decision, rule: policy.rule, source: policy.source } }));
     } else {
-      if (text !== this.lastAssistant) records.push(assistantRecord(text, now, { runId: turn.runId, reply: true }));
+      if (text !== this.lastAssistant) records.push(assistantRecord(text, at, { runId: turn.runId, reply: true }));
       records.push(assistantRecord(text, now, { runId: turn.runId, provider: 'switchboard', model: 'delivery-mirror', deliveryContext }));
     }
     if (!(await this.writer!.append(records))) return;
@@ -440,8 +445,8 @@ export class LocalRun {
   }
 }
 
-function assistantRecord(text: string, now: number, extra: Record<string, unknown>): NewTranscriptEntry {
-  return { type: 'message', message: { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, ...extra } };
+function assistantRecord(text: string, at: number, extra: Record<string, unknown>): NewTranscriptEntry {
+  return { type: 'message', timestamp: new Date(at).toISOString(), message: { role: 'assistant', content: [{ type: 'text', text }], timestamp: at, ...extra } };
 }
 
 /**
