@@ -102,6 +102,15 @@ describe('incognito sessions in serve', { timeout: 60_000 }, () => {
     const onDisk = diskContents(state);
     assert.ok([...onDisk.values()].some((text) => text.includes('kept-on-disk')), 'the ordinary message was stored');
 
+    // A config reload (SIGHUP) builds a new engine; the incognito sessions stay with the server.
+    server.signal('SIGHUP');
+    await server.waitForStderr(/config reloaded/);
+    const reloaded = await client.request<any>('sessions.list', { allAgents: true });
+    assert.deepEqual(
+      reloaded.sessions.filter((row: any) => row.incognito).map((row: any) => row.sessionId).sort(),
+      [events[0].sessionId, events[1].sessionId].sort(),
+    );
+
     // A second message to the incognito session continues the same in-memory instance.
     const again = (await client.request<any>('ingest', { message: { channel: 'whisper', peer: 'direct:7', text: 'secret-again' } })).events[0];
     assert.equal(again.sessionId, events[0].sessionId);
