@@ -4,7 +4,7 @@
 import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
-import { memoryVolumeFor, readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
+import { isInMemory, readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import { incognitoStoreFor, knownAgentIds, type EngineContext } from './context.js';
 import { THIS_PROCESS, droppedEventOf, learnLiveness, ownerAlive, queueOf, runAlive, setQueue, type DroppedEvent, type Liveness, type QueuedEntry } from './queue-state.js';
 import { queueRuntimeFor } from './runtime.js';
@@ -72,7 +72,7 @@ function sessionFilter(ctx: EngineContext, session: string | undefined): ((key: 
 }
 
 function itemsOf(location: StoreLocation, sessionKey: string, entry: QueuedEntry, liveness: Liveness = new Map()): QueueListItem[] {
-  const incognito = memoryVolumeFor(location.storePath) !== undefined;
+  const incognito = isInMemory(location.storePath);
   const claimed = entry.queueOwner;
   const owner = claimed ? { pid: claimed.pid, hostname: claimed.hostname, alive: claimed.hostname === THIS_PROCESS.hostname ? (ownerAlive(claimed, liveness) ?? null) : null } : null;
   return queueOf(entry).map((item, index) => ({
@@ -101,6 +101,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
     const store = await readSessionStore(location.storePath);
     const entries = Object.entries(store as Record<string, QueuedEntry>).filter(([key, entry]) => (filter ? filter(key, entry) : true));
     const liveness: Liveness = new Map();
+    const incognito = isInMemory(location.storePath);
     await learnLiveness(ctx, location, entries.filter(([, entry]) => entry.activeRun || entry.queueOwner).map(([, entry]) => entry), liveness);
     for (const [key, entry] of entries) {
       listing.items.push(...itemsOf(location, key, entry, liveness));
@@ -118,7 +119,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
           lane: run.lane,
           alive: alive === undefined ? null : alive,
           abortRequested: entry.abortRequested === run.runId,
-          incognito: memoryVolumeFor(location.storePath) !== undefined,
+          incognito,
         });
       }
     }

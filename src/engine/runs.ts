@@ -8,7 +8,7 @@ import { evaluateSendPolicy, parkedPrefix, unparkAll, type LaneName, type QueueD
 import { startRun, type RunEndEvent, type RunEvent, type RunHandle, type RunMessage, type RunnerSpec } from '../runner/index.js';
 import {
   appendEntries,
-  memoryVolumeFor,
+  isInMemory,
   readSessionStore,
   updateSessionStore,
   withLock,
@@ -245,7 +245,7 @@ export class LocalRun {
       error: { reason: 'aborted', message: `run aborted before it started: ${this.abortReason ?? 'transcript write failed'}` },
     });
     if (this.abortReason !== undefined || this.writer!.failed) return stopped();
-    const incognito = memoryVolumeFor(turn.transcript) !== undefined;
+    const incognito = isInMemory(turn.transcript);
     const slot: LaneSlot | null = await acquireLaneSlot(this.ctx, turn.lane, {
       // Lane slots are files: an incognito run's holds one without naming itself.
       owner: incognito ? {} : { sessionKey: turn.ref.sessionKey, runId: turn.runId },

@@ -11,7 +11,7 @@ import {
   appendToTranscript,
   archiveFile,
   lockPathFor,
-  memoryVolumeFor,
+  isInMemory,
   readLockOwner,
   readSessionStore,
   storedFileSizeSync,
@@ -88,7 +88,7 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
   const rows: (SessionRow & { file: string })[] = [];
   for (const location of stores) {
     const store = await readSessionStore(location.storePath);
-    const incognito = memoryVolumeFor(location.storePath) !== undefined;
+    const incognito = isInMemory(location.storePath);
     for (const [key, entry] of Object.entries(store)) {
       const updatedAt = typeof entry.updatedAt === 'number' ? entry.updatedAt : 0;
       if (selection.activeMinutes !== undefined && now - updatedAt > selection.activeMinutes * 60_000) continue;
@@ -115,7 +115,7 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
   for (const row of limited) row.transcriptBytes = storedFileSizeSync(row.file);
   return {
     // Files only: a server's incognito rows carry their marker instead of a store path.
-    stores: stores.filter((s) => memoryVolumeFor(s.storePath) === undefined).map((s) => ({ agentId: s.agentId, path: s.storePath })),
+    stores: stores.filter((s) => !isInMemory(s.storePath)).map((s) => ({ agentId: s.agentId, path: s.storePath })),
     count: limited.length,
     sessions: limited.map(({ file: _file, ...row }) => row),
   };

@@ -8,4 +8,4 @@ export * from './archive.js';
 export * from './lock.js';
 export * from './transcript.js';
 export * from './transcript-follow.js';
-export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';
+export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, isInMemory, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';

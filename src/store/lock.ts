@@ -42,7 +42,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import nodeFs from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError, systemClock } from '../core/index.js';
-import { memoryVolumeFor } from './memory-volume.js';
+import { isInMemory } from './memory-volume.js';
 
 export const DEFAULT_ACQUIRE_TIMEOUT_MS = 60_000;
 export const DEFAULT_STALE_MS = 10_000;
@@ -477,7 +477,7 @@ async function acquire(target: string, lockPath: string, settings: ResolvedLockS
     const seen = holder !== undefined ? describeHolding(lockPath, holder.owner, now(), now()) : await inspectLock(lockPath, settings.staleMs);
     return busyError(target, lockPath, settings, seen, now() - startedAt);
   });
-  if (memoryVolumeFor(target) !== undefined) return holdInMemory(target, lockPath, settings, ownerInfo, passTurn);
+  if (isInMemory(target)) return holdInMemory(target, lockPath, settings, ownerInfo, passTurn);
   try {
     return await acquireFileLock(target, lockPath, settings, ownerInfo, { startedAt, deadline, passTurn });
   } catch (err) {

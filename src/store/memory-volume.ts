@@ -183,6 +183,11 @@ export function memoryVolumeFor(filePath: string): MemoryVolume | undefined {
   return undefined;
 }
 
+/** True for a path served from memory (an incognito session's files), false for one on disk. */
+export function isInMemory(filePath: string): boolean {
+  return memoryVolumeFor(filePath) !== undefined;
+}
+
 /**
  * Size of a stored file wherever it lives; null when there is none. Synchronous on purpose: a
  * stat of a file whose metadata is cached costs microseconds, while the thread-pool round trip of

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { SwitchboardError, errnoOf, ioError, systemClock, type Clock } from '../core/index.js';
 import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
-import { memoryVolumeFor, type AppendableFile } from './memory-volume.js';
+import { isInMemory, memoryVolumeFor, type AppendableFile } from './memory-volume.js';
 
 export const TRANSCRIPT_VERSION = 3;
 const NEWLINE = 0x0a;
@@ -300,7 +300,7 @@ async function writeFully(fh: AppendableFile, payload: Buffer): Promise<void> {
 
 async function fsyncDirectory(dir: string): Promise<void> {
   // makes the new directory entry durable, not only the file's data
-  if (memoryVolumeFor(dir) !== undefined) return;
+  if (isInMemory(dir)) return;
   const dh = await fsp.open(dir, 'r');
   try {
     await dh.sync();
