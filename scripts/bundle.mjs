@@ -19,6 +19,10 @@ await build({
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
+  // Bytes are start-up time (each is decoded and parsed on every run): drop whitespace and
+  // simplify syntax, but keep identifiers, so stack traces still name their functions.
+  minifyWhitespace: true,
+  minifySyntax: true,
   // `switchboard top` loads ink and react from node_modules when it starts: bundling them would
   // add a large chunk (and yoga's WebAssembly) for one interactive command.
   external: ['ink', 'react', 'react/*'],
