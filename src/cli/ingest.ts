@@ -72,8 +72,8 @@ Examples:
       .option('--kind <kind>', 'user | heartbeat | system | cron', 'user')
       .option('--cron-job <id>', 'cron job id (cron key family, fresh session each run)')
       .option('--session-key <key>', 'explicit session key: skips routing')
-      .option('--incognito', 'route only, write nothing')
-      .option('--no-wait', 'return once the message is recorded: start no run')
+      .option('--incognito', 'write nothing to disk: route only, or with --socket kept in the server\'s memory')
+      .option('--no-wait', 'return once the message is recorded (locally: start no run; --socket: do not wait for the run)')
       .option('--socket <path>', 'hand the message to a running `switchboard serve`'),
     true,
   )

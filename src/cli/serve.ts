@@ -3,6 +3,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
 import type { IngestEvent } from '../engine/index.js';
@@ -85,9 +86,12 @@ function inputOf(ctx: CliContext, file: string | undefined): AsyncIterable<Buffe
   return fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
 }
 
-/** `switchboard ingest [FILE] --socket [PATH]`: the messages go to a running `serve`; same events, same exit codes. */
-export async function runIngestViaSocket(ctx: CliContext, file: string | undefined, socketPath: string | boolean | undefined): Promise<number> {
-  const input = inputOf(ctx, file);
+/**
+ * Hands NDJSON input to a running `serve` and prints what `ingest` would print: the results in
+ * line order, then (unless --no-wait) the run and queue events of the sessions the messages went
+ * to, until they are idle. Returns the summary for the caller's note and exit code.
+ */
+async function ingestThroughServer(ctx: CliContext, input: AsyncIterable<Buffer | string>, socketPath: string | boolean | undefined) {
   const { ingestViaSocket } = await import('../server/index.js');
   const out = new BufferedWriter(ctx.streams.stdout);
   const wait = (ctx.options as { wait?: boolean }).wait !== false;
@@ -106,6 +110,12 @@ export async function runIngestViaSocket(ctx: CliContext, file: string | undefin
   );
   await out.flush();
   if (summary.cutShort) ctx.note('switchboard: the server stopped before the runs of these messages ended; what still waits stays queued');
+  return summary;
+}
+
+/** `switchboard ingest [FILE] --socket [PATH]`: the messages go to a running `serve`; same events, same exit codes. */
+export async function runIngestViaSocket(ctx: CliContext, file: string | undefined, socketPath: string | boolean | undefined): Promise<number> {
+  const summary = await ingestThroughServer(ctx, inputOf(ctx, file), socketPath);
   if (ctx.streams.stderr.isTTY) {
     ctx.note(
       `switchboard: ${summary.results} message(s) taken into ${summary.sessions.size} session(s)${summary.resets ? `, ${summary.resets} reset(s)` : ''}${summary.errors ? `, ${summary.errors} bad line(s)` : ''}`,
@@ -114,10 +124,7 @@ export async function runIngestViaSocket(ctx: CliContext, file: string | undefin
   return summary.exitCode;
 }
 
-/** `switchboard send TEXT … --socket PATH`: one message (built from the flags as `send` does) to a running `serve`. */
+/** `switchboard send TEXT … --socket PATH`: one message (built from the flags as `send` does), handled as `ingest --socket` handles a line. */
 export async function runSendViaSocket(ctx: CliContext, message: Record<string, unknown>, socketPath: string | boolean | undefined): Promise<number> {
-  const { sendViaSocket } = await import('../server/index.js');
-  return sendViaSocket(socketPathOf(ctx, socketPath), message, (events: IngestEvent[]) => {
-    for (const event of events) ctx.streams.stdout.write(`${JSON.stringify(event)}\n`);
-  });
+  return (await ingestThroughServer(ctx, Readable.from([`${JSON.stringify(message)}\n`]), socketPath)).exitCode;
 }

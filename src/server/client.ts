@@ -369,15 +369,3 @@ async function followRuns(client: SwitchboardClient, sessions: ReadonlySet<strin
   };
   return { sessionsGrew, untilIdle };
 }
-
-/** One message to a server; `onEvents` gets its event. Returns the exit code `switchboard send` would. */
-export async function sendViaSocket(socketPath: string, message: Record<string, unknown>, onEvents: (events: IngestEvent[]) => void | Promise<void>): Promise<number> {
-  const client = await connectClient(socketPath);
-  try {
-    const { events } = await client.request<{ events: IngestEvent[] }>('ingest', { message, line: 1 });
-    await onEvents(events);
-    return exitCodeFor(events);
-  } finally {
-    await client.close();
-  }
-}

@@ -16,7 +16,6 @@ export {
 export {
   connectClient,
   ingestViaSocket,
-  sendViaSocket,
   errorFromWire,
   type SwitchboardClient,
   type SocketIngestOptions,

@@ -684,6 +684,14 @@ describe('ingest and send through the socket', { timeout: 60_000 }, () => {
     const quick = await run(SOCKET_CLIENT_ENTRY, ['ingest', '--socket', server.socketPath, '--state-dir', state, '--no-wait'], line({ channel: 'telegram', peer: 'direct:3', text: 'four' }));
     assert.equal(quick.code, 0, quick.stderr);
     assert.deepEqual(jsonLines(quick.stdout).map((e) => [e.type, e.disposition]), [['result', 'started']]);
+
+    // send --socket is one line of ingest --socket: it waits for its run too.
+    const sent = await run(SOCKET_CLIENT_ENTRY, ['send', 'five', '--channel', 'telegram', '--peer', 'direct:5', '--socket', server.socketPath, '--state-dir', state]);
+    assert.equal(sent.code, 0, sent.stderr);
+    const sentEvents = jsonLines(sent.stdout);
+    assert.deepEqual([sentEvents[0].type, sentEvents[0].disposition], ['result', 'started']);
+    assert.equal(sentEvents.find((e) => e.type === 'reply')?.text, 'slow-echo: five');
+    assert.equal(sentEvents.at(-1).type, 'run_ended');
     await server.stop();
   });
 
