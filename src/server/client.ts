@@ -233,7 +233,11 @@ export async function ingestViaSocket(
   const client = await connectClient(socketPath);
   const summary: SocketIngestSummary = { exitCode: 0, results: 0, errors: 0, sessions: new Set(), resets: 0 };
   let batch: { first: number; messages: unknown[]; bytes: number } | undefined;
-  const follower = options.onRunEvent ? await followRuns(client, summary.sessions, options.onRunEvent) : undefined;
+  // Answer slots (sent requests and local error events), counted so that a pushed event of an
+  // unknown session can be dropped once every answer that could have made it ours has arrived.
+  let slotsAdded = 0;
+  let slotsDelivered = 0;
+  const follower = options.onRunEvent ? await followRuns(client, summary.sessions, options.onRunEvent, () => slotsAdded) : undefined;
 
   const deliver = async (events: IngestEvent[]): Promise<void> => {
     for (const event of events) {
@@ -246,13 +250,14 @@ export async function ingestViaSocket(
     }
     summary.exitCode = exitCodeFor(events, summary.exitCode);
     await onEvents(events);
-    await follower?.sessionsGrew();
+    await follower?.sessionsGrew(++slotsDelivered);
   };
   // Answers are delivered in line order as they come; at most `window` wait undelivered. After a
   // failure nothing more is delivered (the chain stays rejected) and the failure is thrown.
   let tail: Promise<void> = Promise.resolve();
   const undelivered: Promise<void>[] = [];
   const addSlot = async (slot: Promise<IngestEvent[]>): Promise<void> => {
+    slotsAdded++;
     slot.catch(() => undefined);
     tail = tail.then(async () => deliver(await slot));
     tail.catch(() => undefined);
@@ -322,11 +327,17 @@ const IDLE_POLL_MS = 50;
 
 /**
  * Subscribes (before anything is sent, so no event is missed) and forwards the run and queue
- * events of `sessions` — a set the caller fills from its results. Events of a session that is not
- * (yet) known wait until its result has arrived; those of other sessions are dropped at the end.
+ * events of `sessions` — a set the caller fills from its results. An event of a session not known
+ * yet waits until every answer slot added before it arrived has been delivered: then it is either
+ * ours or another client's, and dropped. So other clients' traffic cannot pile up here.
  */
-async function followRuns(client: SwitchboardClient, sessions: ReadonlySet<string>, onRunEvent: (event: Record<string, unknown>) => void | Promise<void>) {
-  const early: Record<string, unknown>[] = [];
+async function followRuns(
+  client: SwitchboardClient,
+  sessions: ReadonlySet<string>,
+  onRunEvent: (event: Record<string, unknown>) => void | Promise<void>,
+  slotsAdded: () => number,
+) {
+  const early: { event: Record<string, unknown>; slotsBefore: number }[] = [];
   const running = new Set<string>();
   let forwarding: Promise<void> = Promise.resolve();
   const forward = (event: Record<string, unknown>): void => {
@@ -339,14 +350,14 @@ async function followRuns(client: SwitchboardClient, sessions: ReadonlySet<strin
     if (type === 'result' || type === 'error' || type === 'shutdown') return;
     const event = { type, ...fields };
     if (sessions.has(fields.sessionKey as string)) forward(event);
-    else early.push(event);
+    else early.push({ event, slotsBefore: slotsAdded() });
   });
   await client.request('subscribe', {});
-  const sessionsGrew = async (): Promise<void> => {
+  const sessionsGrew = async (slotsDelivered: number): Promise<void> => {
     const waiting = early.splice(0);
-    for (const event of waiting) {
-      if (sessions.has(event.sessionKey as string)) forward(event);
-      else early.push(event);
+    for (const entry of waiting) {
+      if (sessions.has(entry.event.sessionKey as string)) forward(entry.event);
+      else if (entry.slotsBefore > slotsDelivered) early.push(entry);
     }
     await forwarding;
   };

@@ -685,6 +685,28 @@ describe('ingest and send through the socket', { timeout: 60_000 }, () => {
     assert.equal(quick.code, 0, quick.stderr);
     assert.deepEqual(jsonLines(quick.stdout).map((e) => [e.type, e.disposition]), [['result', 'started']]);
 
+    // Another client's run while this ingest is between two lines: its events are not this
+    // ingest's to print (they wait until the next answer shows they are another session's).
+    const streaming = spawn(process.execPath, [SOCKET_CLIENT_ENTRY, 'ingest', '--socket', server.socketPath, '--state-dir', state], { env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    let streamed = '';
+    streaming.stdout.on('data', (chunk: Buffer) => (streamed += chunk));
+    const streamExit = new Promise<number | null>((resolve) => streaming.on('close', resolve));
+    streaming.stdin.write(`${line({ channel: 'telegram', peer: 'direct:6', text: 'six' })}\n`);
+    while (!streamed.includes('"type":"result"')) await new Promise((resolve) => setTimeout(resolve, 10));
+    const other = await connectClient(server.socketPath);
+    const noise = (await other.request<any>('ingest', { message: { channel: 'telegram', peer: 'direct:9', text: 'noise' } })).events[0];
+    for (;;) {
+      const listing = await other.request<any>('queue.list', { session: noise.sessionKey });
+      if (listing.active.length === 0 && listing.items.length === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await other.close();
+    streaming.stdin.end(`${line({ channel: 'telegram', peer: 'direct:7', text: 'seven' })}\n`);
+    assert.equal(await streamExit, 0);
+    const streamedEvents = jsonLines(streamed);
+    assert.deepEqual(streamedEvents.filter((e) => e.sessionKey === noise.sessionKey), []);
+    assert.deepEqual(streamedEvents.filter((e) => e.type === 'reply').map((e) => e.text).sort(), ['slow-echo: seven', 'slow-echo: six']);
+
     // send --socket is one line of ingest --socket: it waits for its run too.
     const sent = await run(SOCKET_CLIENT_ENTRY, ['send', 'five', '--channel', 'telegram', '--peer', 'direct:5', '--socket', server.socketPath, '--state-dir', state]);
     assert.equal(sent.code, 0, sent.stderr);
