@@ -13,8 +13,17 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const BIN = path.join(REPO_ROOT, 'bin', 'switchboard');
 export const SHARED_DIR = path.resolve(REPO_ROOT, '..', 'shared');
 
+const tempDirs: string[] = [];
+
+/** A fresh folder under the OS temp dir, removed when the test process exits. */
 export function tempDir(prefix = 'sb-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  if (tempDirs.push(dir) === 1) {
+    process.on('exit', () => {
+      for (const made of tempDirs) fs.rmSync(made, { recursive: true, force: true });
+    });
+  }
+  return dir;
 }
 
 export interface CliResult {

@@ -2,7 +2,7 @@
 // release rules): a SIGKILLed holder, holders past their max hold, forced release, busy errors.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -19,14 +19,10 @@ import {
   type TranscriptRecord,
 } from '../../src/store/index.js';
 import { startChild, type ChildRun } from '../fixtures/store-child-process.js';
+import { tempDir as makeTempDir } from '../helpers.js';
 
-const roots: string[] = [];
 const children: ChildRun[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'sb-lockfault-'));
-  roots.push(dir);
-  return dir;
-}
+const tempDir = (): string => makeTempDir('sb-lockfault-');
 function holder(config: Record<string, unknown>): ChildRun {
   const run = startChild('lock-holder-child.js', [JSON.stringify(config)]);
   children.push(run);
@@ -34,7 +30,6 @@ function holder(config: Record<string, unknown>): ChildRun {
 }
 after(() => {
   for (const run of children) if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
-  for (const dir of roots) rmSync(dir, { recursive: true, force: true });
 });
 
 const session = { sessionId: 'lock-test-session', sessionKey: 'agent:main:test:direct:7', agentId: 'main' };

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fsCallbacks from 'node:fs';
-import { mkdir, mkdtemp, open, readdir, readFile, rm, truncate, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, truncate, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -16,19 +16,15 @@ import {
   updateSessionStore,
   type StoreFileSystem,
 } from '../../src/store/index.js';
+import { tempDir as makeTempDir } from '../helpers.js';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('../fixtures/sessions-child.js', import.meta.url));
 
-const tempRoots: string[] = [];
 const mounts: string[] = [];
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sb-faults-'));
-  tempRoots.push(dir);
-  return dir;
-}
-after(async () => {
+const tempDir = (): string => makeTempDir('sb-faults-');
+// Unmounted before the temp dirs are removed (at exit), so nothing is removed through a mount.
+after(() => {
   for (const mountPoint of mounts) spawnSync('umount', ['-l', mountPoint]);
-  for (const dir of tempRoots) await rm(dir, { recursive: true, force: true });
 });
 
 interface ChildResult {

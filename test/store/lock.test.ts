@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { SwitchboardError } from '../../src/core/index.js';
 import {
   computeMaxHoldMs,
@@ -23,16 +23,9 @@ import {
   type LockOwnerRecord,
 } from '../../src/store/index.js';
 import { waitUntil } from '../fixtures/store-child-process.js';
+import { tempDir as makeTempDir } from '../helpers.js';
 
-const roots: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'sb-lock-'));
-  roots.push(dir);
-  return dir;
-}
-after(() => {
-  for (const dir of roots) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = (): string => makeTempDir('sb-lock-');
 
 function isCode(code: string, exitCode: number) {
   return (err: unknown): boolean => err instanceof SwitchboardError && err.code === code && err.exitCode === exitCode;

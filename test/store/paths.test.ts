@@ -2,10 +2,9 @@
 // transcript and archive names, archiving, and quality case 6 (ids that try to escape).
 
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { SwitchboardError } from '../../src/core/index.js';
 import {
   archiveFile,
@@ -21,16 +20,9 @@ import {
   resolveTranscriptPath,
   validateSessionId,
 } from '../../src/store/index.js';
+import { tempDir as makeTempDir } from '../helpers.js';
 
-const tempRoots: string[] = [];
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sb-paths-'));
-  tempRoots.push(dir);
-  return dir;
-}
-after(async () => {
-  for (const dir of tempRoots) await rm(dir, { recursive: true, force: true });
-});
+const tempDir = (): string => makeTempDir('sb-paths-');
 
 function isBadInput(err: unknown): boolean {
   return err instanceof SwitchboardError && err.code === 'BAD_INPUT' && err.exitCode === 65;

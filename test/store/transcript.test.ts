@@ -2,10 +2,9 @@
 // streaming reader's counts, lock rules, write errors, and 4 processes appending at once (P6).
 
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fixedClock, SwitchboardError } from '../../src/core/index.js';
 import {
   appendEntries,
@@ -19,16 +18,9 @@ import {
   type TranscriptRecord,
 } from '../../src/store/index.js';
 import { startChild, waitUntil, type ChildRun } from '../fixtures/store-child-process.js';
+import { tempDir as makeTempDir } from '../helpers.js';
 
-const roots: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'sb-transcript-'));
-  roots.push(dir);
-  return dir;
-}
-after(() => {
-  for (const dir of roots) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = (): string => makeTempDir('sb-transcript-');
 
 const session = { sessionId: '2f7c1d9e-0000-4000-8000-000000000001', sessionKey: 'agent:main:telegram:direct:42', agentId: 'main', cwd: '/srv/work' };
 const clock = fixedClock(Date.parse('2026-03-01T09:30:00.000Z'));
