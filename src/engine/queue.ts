@@ -71,10 +71,15 @@ function sessionFilter(ctx: EngineContext, session: string | undefined): ((key: 
   return (candidate, entry) => candidate === key || entry.sessionId === wanted;
 }
 
+/** Liveness as listings show it: null for a process on another host (it cannot be checked from here). */
+function listedAlive(hostname: string, known: boolean | undefined): boolean | null {
+  return hostname === THIS_PROCESS.hostname ? (known ?? null) : null;
+}
+
 function itemsOf(location: StoreLocation, sessionKey: string, entry: QueuedEntry, liveness: Liveness = new Map()): QueueListItem[] {
   const incognito = isInMemory(location.storePath);
   const claimed = entry.queueOwner;
-  const owner = claimed ? { pid: claimed.pid, hostname: claimed.hostname, alive: claimed.hostname === THIS_PROCESS.hostname ? (ownerAlive(claimed, liveness) ?? null) : null } : null;
+  const owner = claimed ? { pid: claimed.pid, hostname: claimed.hostname, alive: listedAlive(claimed.hostname, ownerAlive(claimed, liveness)) } : null;
   return queueOf(entry).map((item, index) => ({
     runId: item.runId,
     messageId: item.messageId ?? null,
@@ -107,7 +112,6 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
       listing.items.push(...itemsOf(location, key, entry, liveness));
       const run = entry.activeRun;
       if (run) {
-        const alive = runAlive(run, liveness);
         listing.active.push({
           runId: run.runId,
           sessionKey: key,
@@ -117,7 +121,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
           agentId: location.agentId,
           hostname: run.hostname,
           lane: run.lane,
-          alive: alive === undefined ? null : alive,
+          alive: listedAlive(run.hostname, runAlive(run, liveness)),
           abortRequested: entry.abortRequested === run.runId,
           incognito,
         });

@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import {
   LiveIngest,
@@ -204,6 +205,7 @@ describe('queue commands', () => {
     assert.equal(listed.code, 0, listed.stderr);
     assert.deepEqual(Object.keys(listed.json.items[0]).slice(0, 9), ['runId', 'messageId', 'requester', 'sessionKey', 'sessionId', 'mode', 'state', 'enqueuedAt', 'text']);
     assert.deepEqual(listed.json.items.map((i: any) => [i.runId, i.position]), [['B', 1], ['C', 2], ['D', 3]]);
+    assert.deepEqual([listed.json.items[0].owner.pid, listed.json.items[0].owner.alive], [live.child.pid, true], 'the live ingest drains the queue');
     assert.deepEqual(Object.keys(listed.json.active[0]).slice(0, 5), ['runId', 'sessionKey', 'sessionId', 'pid', 'startedAt']);
     const other = await queueCli(env, ['queue', '--session', 'agent:main:direct:nobody', '--json']);
     assert.deepEqual(other.json, { items: [], active: [] });
@@ -238,5 +240,22 @@ describe('queue commands', () => {
     assert.deepEqual(after.json, { items: [], active: [] });
     const helpText = await queueCli(env, ['queue', 'cancel', '--help']);
     assert.match(helpText.stdout, /Example/);
+  });
+});
+
+describe('queue list and processes on another host', () => {
+  test('their runs and queue owners are listed with alive: null (unknown), never taken for dead', async () => {
+    const env = queueEnv(holdConfig({ mode: 'followup' }));
+    const elsewhere = { pid: 4242, hostname: 'some-other-host.invalid', processStartTime: 1 };
+    const item = { runId: 'W', requester: 'alice', sessionKey: KEY, sessionId: 's1', enqueuedAt: 1, wallAt: 1, mode: 'followup', state: 'queued', kind: 'user', text: 'waiting', channel: 'telegram', debounceMs: 0 };
+    fs.mkdirSync(sessionsDir(env), { recursive: true });
+    fs.writeFileSync(
+      path.join(sessionsDir(env), 'sessions.json'),
+      JSON.stringify({ [KEY]: { sessionId: 's1', updatedAt: 1, activeRun: { ...elsewhere, runId: 'R', sessionId: 's1', startedAt: 1, lane: 'main' }, queueOwner: { ...elsewhere, since: 1 }, queue: [item] } }),
+    );
+    const listed = await queueCli(env, ['queue', '--json']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(listed.json.active.map((run: any) => [run.runId, run.hostname, run.alive]), [['R', elsewhere.hostname, null]]);
+    assert.deepEqual(listed.json.items.map((i: any) => [i.runId, i.owner]), [['W', { pid: 4242, hostname: elsewhere.hostname, alive: null }]]);
   });
 });
