@@ -11,7 +11,6 @@ import { SwitchboardError } from '../src/core/index.js';
 /** The repository root (tests run from dist/test/...). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = path.join(REPO_ROOT, 'bin', 'switchboard');
-export const SHARED_DIR = path.resolve(REPO_ROOT, '..', 'shared');
 
 const tempDirs: string[] = [];
 

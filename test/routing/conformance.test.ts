@@ -5,14 +5,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { SHARED_DIR, jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
+import { REPO_ROOT, jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
 
 interface Vectors {
   total?: number;
   configs: { config: unknown; cases: { input: unknown; expect: Record<string, unknown> }[] }[];
 }
 
-const vectorFile = path.join(SHARED_DIR, 'conformance', 'route-public.json');
+// A copy of ../shared/conformance/route-public.json: tests never read outside the repository.
+const vectorFile = path.join(REPO_ROOT, 'test', 'fixtures', 'route-public.json');
 const vectors = JSON.parse(fs.readFileSync(vectorFile, 'utf8')) as Vectors;
 const FIELDS = ['agentId', 'channel', 'accountId', 'dmScope', 'sessionKey', 'mainSessionKey', 'lastRoutePolicy', 'matchedBy'];
 
