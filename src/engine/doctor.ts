@@ -403,6 +403,7 @@ class StoreDoctor {
   private storeLock(): LockOptions {
     return {
       busyCode: 'STORE_BUSY',
+      takeover: 'dead', // the registry lock, like updateSessionStore's: never from a live holder
       acquireTimeoutMs: this.ctx.config.session?.writeLock?.acquireTimeoutMs ?? STORE_LOCK_ACQUIRE_MS,
       staleMs: STORE_LOCK_STALE_MS,
       maxHoldMs: STORE_LOCK_MAX_HOLD_MS,

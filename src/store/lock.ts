@@ -16,9 +16,8 @@
 //      - release: the holder renames its directory to a unique tombstone, checks the tombstone
 //        carries its own lockId (otherwise puts it back) and deletes it. proper-lockfile is only
 //        told to stop refreshing (unlock with an fs whose rmdir does nothing).
-//      - takeover: a waiter that finds the lock stale (mtime older than staleMs — the larger of its
-//        own and the holder's recorded one: the holder crashed or froze) or over-held (owner's
-//        acquiredAt + maxHoldMs passed) renames it to a tombstone, checks it moved the very lock it
+//      - takeover: a waiter that may take the lock over (see "Takeover policies" below) renames it
+//        to a tombstone, checks it moved the very lock it
 //        judged (same lockId; for stale, mtime still old), deletes it and competes for a fresh
 //        mkdir. The old holder finds out through its own max-hold clock (assertHeld), through
 //        verifyHeld() (reads owner.json: writers call it right before writing), or through
@@ -28,6 +27,23 @@
 //        the lock then goes stale within staleMs and is taken over like a crashed holder's.)
 //  * a directory without owner.json is a holder between mkdir and writing its record, or one that
 //    crashed there; it is judged by mtime only (an empty stale one proper-lockfile removes itself).
+//
+// Takeover policies (LockOptions.takeover, recorded in owner.json; a waiter applies the stricter of
+// its own and the holder's, like it applies the larger staleMs):
+//  * 'stale' (session write locks, the default): taken over when stale (mtime older than staleMs,
+//    the larger of the waiter's and the holder's: the holder crashed or froze) or over-held
+//    (acquiredAt + maxHoldMs passed). A frozen holder can resume after the takeover, so writers
+//    fence: verifyHeld() right before and right after a write.
+//  * 'dead' (the sessions.json registry lock): never taken from a LIVE holder on this host. A
+//    stopped (SIGSTOP) or busy process is alive and may resume in the middle of its replace, after
+//    its last check — a takeover would let it rename a stale copy over the new holder's acked
+//    entries. So a waiter waits and, at its acquire timeout, fails with STORE_BUSY naming the
+//    holder. Taken over at once when the holder is dead: no such pid, a zombie, or a pid reused by
+//    another process (its /proc start time differs from the one recorded). On another host
+//    liveness cannot be checked: there the lock is taken over when stale, as with 'stale' (a
+//    shared state dir across hosts gets the write fencing only, not this guarantee).
+//    The holder's own max-hold watchdog still gives the lock up, but never in the middle of a
+//    fenced write (LockHandle.fence): the release waits until the write has finished.
 //
 // Lock timing deliberately uses the real wall clock (core's systemClock), never an injected `--now`
 // clock: ages are compared with file mtimes and with other processes' records.
@@ -56,6 +72,8 @@ const OWNER_FILE = 'owner.json';
 const LOCK_SUFFIX = '.lock';
 
 export type BusyCode = 'SESSION_BUSY' | 'STORE_BUSY';
+/** When a waiter may take a lock over from its holder; see "Takeover policies" above. */
+export type TakeoverPolicy = 'stale' | 'dead';
 
 /** What the caller tells us about itself, for `switchboard locks` and busy errors. */
 export interface LockOwnerInfo {
@@ -65,13 +83,21 @@ export interface LockOwnerInfo {
 
 /** The record stored in `<target>.lock/owner.json`. */
 export interface LockOwnerRecord {
-  version: 1;
+  /** 2 since processStartTicks and takeover were added (a version 1 record has neither). */
+  version: 1 | 2;
   /** Unique per acquisition: tells this holding apart from any earlier or later one. */
   lockId: string;
   pid: number;
   hostname: string;
-  /** Epoch ms at which the holding process started (tells a reused pid apart). */
+  /** Epoch ms at which the holding process started (for people; see processStartTicks). */
   processStartTime: number;
+  /**
+   * Linux: the holder's start time as /proc/<pid>/stat field 22 (clock ticks since boot). Compared
+   * exactly with the live pid's, it tells a reused pid apart; absent where /proc is not available.
+   */
+  processStartTicks?: number;
+  /** The holder's takeover policy (absent in older records: 'stale'). */
+  takeover?: TakeoverPolicy;
   acquiredAt: number;
   maxHoldMs: number;
   staleMs: number;
@@ -90,6 +116,8 @@ export interface LockOptions {
   runTimeoutMs?: number;
   /** Error code used when the wait times out or the lock is lost (default SESSION_BUSY). */
   busyCode?: BusyCode;
+  /** 'stale' (default) or 'dead': never take the lock from a live holder on this host. */
+  takeover?: TakeoverPolicy;
   owner?: LockOwnerInfo;
 }
 
@@ -98,6 +126,7 @@ export interface ResolvedLockSettings {
   staleMs: number;
   maxHoldMs: number;
   busyCode: BusyCode;
+  takeover: TakeoverPolicy;
 }
 
 export interface LockHandle {
@@ -113,6 +142,13 @@ export interface LockHandle {
   assertHeld(): void;
   /** assertHeld plus a read of the owner record on disk; call it right before writing. */
   verifyHeld(): Promise<void>;
+  /**
+   * Runs one write that must not overlap a loss of the lock caused by this process: assertHeld()
+   * is checked synchronously right before `write` starts, and the holder's own max-hold release
+   * waits until `write` has settled (so no waiter gets the lock while the write is in flight).
+   * Writers still verifyHeld() afterwards: a takeover by a waiter cannot be held off.
+   */
+  fence<T>(write: () => Promise<T>): Promise<T>;
 }
 
 /** One lock found on disk, as `switchboard locks` shows it. */
@@ -159,6 +195,7 @@ export function resolveLockSettings(options: LockOptions = {}): ResolvedLockSett
     staleMs: Math.max(MIN_STALE_MS, isPositiveNumber(options.staleMs) ? Math.ceil(options.staleMs) : DEFAULT_STALE_MS),
     maxHoldMs: computeMaxHoldMs(options.runTimeoutMs, options.maxHoldMs),
     busyCode: options.busyCode ?? 'SESSION_BUSY',
+    takeover: options.takeover === 'dead' ? 'dead' : 'stale',
   };
 }
 
@@ -173,6 +210,27 @@ export function lockPathFor(targetPath: string): string {
 const now = (): number => systemClock.now();
 const PROCESS_START_TIME = Math.round(performance.timeOrigin);
 const HOSTNAME = osHostname();
+
+interface ProcStat {
+  state: string;
+  startTicks: number;
+}
+
+/** /proc/<pid>/stat's state (field 3) and start time (field 22); null where there is no /proc. */
+function readProcStat(pid: number | 'self'): ProcStat | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // field 2 (comm) is in parentheses and may itself hold spaces and parentheses
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const startTicks = Number(fields[19]);
+  return fields[0] !== undefined && Number.isSafeInteger(startTicks) ? { state: fields[0], startTicks } : null;
+}
+
+const PROCESS_START_TICKS = readProcStat('self')?.startTicks;
 
 // ---------------------------------------------------------------------------------------------
 // In-process state: holders, FIFO turns, the async-context that makes nested acquires re-entrant
@@ -244,7 +302,31 @@ class HeldLock {
       isHeld: () => this.isHeld(),
       assertHeld: () => this.assertHeld(),
       verifyHeld: () => this.verifyHeld(),
+      fence: (write) => this.fence(write),
     };
+  }
+
+  private fencedWrites = 0;
+  private fenceIdle: Promise<void> = Promise.resolve();
+  private endFence: (() => void) | undefined;
+
+  async fence<T>(write: () => Promise<T>): Promise<T> {
+    this.assertHeld();
+    // No await between the check above and the start of `write`: nothing of this process can
+    // release the lock in between.
+    if (this.fencedWrites === 0) this.fenceIdle = new Promise<void>((resolve) => (this.endFence = resolve));
+    this.fencedWrites += 1;
+    try {
+      return await write();
+    } finally {
+      this.fencedWrites -= 1;
+      if (this.fencedWrites === 0) this.endFence?.();
+    }
+  }
+
+  /** Resolves once no fenced write is in flight. */
+  private fencesDone(): Promise<void> {
+    return this.fencedWrites === 0 ? Promise.resolve() : this.fenceIdle;
   }
 
   isHeld(): boolean {
@@ -291,8 +373,10 @@ class HeldLock {
   expire(): void {
     if (this.state !== 'held') return;
     this.lose('max-hold', `lock on ${this.targetPath} was held past its max hold of ${formatMs(this.owner.maxHoldMs)}`);
-    // kept so that withLock's own release, when the run finally ends, waits for this one
-    this.releasing = this.releaseOnDisk()
+    // kept so that withLock's own release, when the run finally ends, waits for this one. A write
+    // in flight (fence) finishes first: the lock must not change hands under it.
+    this.releasing = this.fencesDone()
+      .then(() => this.releaseOnDisk())
       .catch(warnReleaseFailure(this.lockPath))
       .finally(() => this.passTurn());
   }
@@ -301,7 +385,13 @@ class HeldLock {
   onCompromised(cause: unknown): void {
     if (this.state !== 'held') return;
     this.lose('lost', `lock on ${this.targetPath} was lost (taken over or removed)`, cause);
-    this.passTurn();
+    // The directory may still be ours (proper-lockfile also gives up when it merely could not
+    // refresh in time). Nobody takes a 'dead'-policy lock from a live process, so leaving it
+    // would block every waiter for as long as this process lives: remove it if it is ours.
+    this.releasing = this.fencesDone()
+      .then(() => removeLockIfOwned(this.lockPath, this.owner.lockId))
+      .catch(warnReleaseFailure(this.lockPath))
+      .finally(() => this.passTurn());
   }
 
   /** releaseLock(--force) on a lock this very process holds. */
@@ -510,7 +600,7 @@ async function acquireFileLock(
         // ENOTEMPTY: proper-lockfile judged the lock stale but could not rmdir it (owner record)
         const seen = await inspectLock(lockPath, settings.staleMs);
         if (seen === null) continue; // released meanwhile: try again at once
-        if ((seen.stale || seen.overHeld) && (await clearLock(lockPath, seen, settings.staleMs))) continue;
+        if (mayTakeOver(seen, settings.takeover) && (await clearLock(lockPath, seen, settings.staleMs))) continue;
         lastSeen = seen;
       } else if (code === 'ENOENT' && !createdParent) {
         createdParent = true;
@@ -534,11 +624,13 @@ function retryDelayMs(attempt: number): number {
 
 function ownerRecordFor(settings: ResolvedLockSettings, ownerInfo: LockOwnerInfo): LockOwnerRecord {
   return {
-    version: 1,
+    version: 2,
     lockId: `${process.pid}-${randomBytes(8).toString('hex')}`,
     pid: process.pid,
     hostname: HOSTNAME,
     processStartTime: PROCESS_START_TIME,
+    ...(PROCESS_START_TICKS !== undefined ? { processStartTicks: PROCESS_START_TICKS } : {}),
+    ...(settings.takeover === 'dead' ? { takeover: 'dead' as const } : {}),
     acquiredAt: now(),
     maxHoldMs: settings.maxHoldMs,
     staleMs: settings.staleMs,
@@ -584,6 +676,9 @@ async function lockOnce(
     await fsp.utimes(lockPath, recorded.atime, recorded.mtime);
   } catch (err) {
     await lockfile.unlock(target, { lockfilePath: lockPath, realpath: false, fs: KEEP_DIRECTORY_FS }).catch(() => undefined);
+    // EEXIST: while we were stopped between mkdir and the record, our directory was judged
+    // abandoned and someone else's lock (with its record) took the path: not ours to remove.
+    if (errnoOf(err) === 'EEXIST') throw Object.assign(new Error(`lock ${lockPath} was taken while being created`), { code: 'ELOCKED' });
     await fsp.rm(lockPath, { recursive: true, force: true }).catch(() => undefined);
     throw ioError(`could not write the owner record of lock ${lockPath}`, err);
   }
@@ -672,10 +767,32 @@ function isHolderAlive(owner: LockOwnerRecord): boolean | null {
   if (owner.pid === process.pid) return owner.processStartTime === PROCESS_START_TIME ? true : null;
   try {
     process.kill(owner.pid, 0);
-    return true; // (a reused pid also answers: "alive" is the conservative reading)
   } catch (err) {
-    return errnoOf(err) === 'EPERM' ? true : false;
+    if (errnoOf(err) !== 'EPERM') return false;
   }
+  // The pid exists. It is the holder unless /proc proves otherwise: a zombie has exited (it can
+  // write nothing more), a different start time is another process that reused the pid. Without
+  // /proc or without a recorded start time, "alive" is the conservative reading.
+  const proc = readProcStat(owner.pid);
+  if (proc === null) return true;
+  if (proc.state === 'Z' || proc.state === 'X') return false;
+  if (typeof owner.processStartTicks === 'number' && owner.processStartTicks !== proc.startTicks) return false;
+  return true;
+}
+
+/**
+ * May a waiter with `policy` take over the lock it found? 'stale': stale or over-held. 'dead'
+ * (when either side asks for it): only a holder known to be dead; a holder on another host,
+ * whose liveness cannot be checked, when stale; a lock without a record (holder between mkdir
+ * and record) by its mtime.
+ */
+export function mayTakeOver(seen: LockInfo, policy: TakeoverPolicy): boolean {
+  const strict = policy === 'dead' || seen.owner?.takeover === 'dead';
+  if (!strict) return seen.stale || seen.overHeld;
+  if (seen.owner === null) return seen.stale;
+  if (seen.holderAlive === false) return true;
+  if (seen.holderAlive === true) return false;
+  return seen.stale;
 }
 
 function tombstonePath(lockPath: string): string {

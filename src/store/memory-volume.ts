@@ -62,6 +62,10 @@ export class MemoryVolume {
       },
       unlink: async (filePath) => this.unlink(filePath),
       fsyncPath: async () => undefined,
+      createExclusive: async (filePath) => {
+        if (this.files.has(path.resolve(filePath))) throw fsError('EEXIST', 'open', filePath);
+        this.put(filePath, Buffer.alloc(0));
+      },
       writeWholeFile: async (filePath, data) => {
         const file = this.get(filePath, 'open');
         file.data = Buffer.from(data);

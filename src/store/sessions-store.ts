@@ -2,11 +2,12 @@
 // a .bak of the previous good file) and the strict readers that never mistake a damaged store for {}.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
 import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../core/index.js';
-import { withLock } from './lock.js';
+import { withLock, type LockHandle } from './lock.js';
 import { memoryVolumeFor } from './memory-volume.js';
 import { DIR_MODE, FILE_MODE, resolveInside } from './paths.js';
 import type { SessionStore } from './session-entry.js';
@@ -40,6 +41,8 @@ export interface StoreFileSystem {
   unlink(filePath: string): Promise<void>;
   /** fsync a file or a folder (so renames in it are durable). */
   fsyncPath(fileOrDirPath: string): Promise<void>;
+  /** Creates an empty file with `mode`; EEXIST if the name is taken (never follows a link). */
+  createExclusive(filePath: string, mode: number): Promise<void>;
   /** Writes all of `data` into the existing, empty file at `filePath`; a short write is an error. */
   writeWholeFile(filePath: string, data: Buffer): Promise<void>;
   /**
@@ -69,6 +72,9 @@ export const nodeStoreFileSystem: StoreFileSystem = {
     } finally {
       await handle.close();
     }
+  },
+  createExclusive: async (filePath, mode) => {
+    await (await open(filePath, 'wx', mode)).close();
   },
   writeWholeFile: async (filePath, data) => {
     const handle = await open(filePath, 'r+');
@@ -380,9 +386,11 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
     } catch (err) {
       throw ioError(err, 'create the folder of', storePath);
     }
-    outcomes = await withLock(storePath, { ...first.lock, busyCode: 'STORE_BUSY' }, async (handle) => {
+    // takeover 'dead': never from a live (e.g. stopped) holder, see lock.ts "Takeover policies".
+    outcomes = await withReplaceRetries(batch, () => withLock(storePath, { ...first.lock, busyCode: 'STORE_BUSY', takeover: 'dead' }, async (handle) => {
       // Re-read inside the lock: another process may have replaced the file since we last saw it.
-      const bytes = await readStoreBytes(fs, storePath);
+      // The identity of what was read is pinned: the replace checks it is still the file in place.
+      const { bytes, pin } = await readPinned(fs, storePath, handle);
       const original = bytes === null ? null : decodeAndParse(bytes, storePath);
       const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch);
       const nextText = serializeSessionStore(store);
@@ -393,10 +401,10 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
       }
       // A lock taken over by a waiter (we overran maxHoldMs) must not be written through.
       await handle.verifyHeld();
-      await replaceStoreFile(fs, storePath, nextText, original !== null);
+      await replaceStoreFile(fs, storePath, nextText, original !== null, pin);
       stats.writes += 1;
       return batchOutcomes;
-    });
+    }));
   } catch (err) {
     stats.failedBatches += 1;
     const error = toSwitchboardError(err);
@@ -449,46 +457,170 @@ async function applyMutators(
 }
 
 /**
+ * What one lock holding knows about the sessions.json in place: the file it read (identity, or
+ * null for "none yet"), updated after each of its own replaces. A replace goes ahead only while
+ * that is still the file in place.
+ */
+export interface StorePin {
+  readonly handle: LockHandle;
+  identity: FileIdentity | null;
+}
+
+/** Same file: inode, size and mtime (ctime is left out: taking the .bak link changes it). */
+function sameFile(a: FileIdentity | null, b: FileIdentity | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+}
+
+async function identityOrNull(fs: StoreFileSystem, filePath: string): Promise<FileIdentity | null> {
+  try {
+    return await fs.stat(filePath);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw ioError(err, 'inspect', filePath);
+  }
+}
+
+/**
+ * Reads the store under the lock and pins the identity of the file read: stat, read, stat again
+ * until both stats agree (a rename between them would pair the bytes with the wrong file).
+ */
+async function readPinned(fs: StoreFileSystem, storePath: string, handle: LockHandle): Promise<{ bytes: Buffer | null; pin: StorePin }> {
+  for (let attempt = 1; ; attempt += 1) {
+    const before = await identityOrNull(fs, storePath);
+    const bytes = await readStoreBytes(fs, storePath);
+    const after = await identityOrNull(fs, storePath);
+    if ((bytes === null) === (after === null) && sameFile(before, after)) return { bytes, pin: { handle, identity: after } };
+    if (attempt >= MAX_REPLACE_ATTEMPTS) throw replacedUnderUs(storePath, 'while it was being read');
+  }
+}
+
+/** Attempts of one batch whose sessions.json changed under its lock (see replaceStoreFile). */
+const MAX_REPLACE_ATTEMPTS = 5;
+
+/**
+ * sessions.json was replaced by someone who does not hold the lock (a writer that lost it, an
+ * operator), or this writer lost the lock around its rename. Nothing it wrote is acknowledged;
+ * the batch is retried from the read (see withReplaceRetries).
+ */
+function replacedUnderUs(storePath: string, when: string): SwitchboardError {
+  return new SwitchboardError('STORE_BUSY', `session store ${storePath} was replaced by another writer ${when}`, {
+    hint: 'another process wrote without holding the store lock (or the lock was released by force); retry',
+    details: { path: storePath, reason: 'replaced', retry: true },
+  });
+}
+
+function isRetryableConflict(err: unknown): boolean {
+  if (!(err instanceof SwitchboardError) || err.code !== 'STORE_BUSY') return false;
+  return err.details?.retry === true || err.details?.reason === 'lost';
+}
+
+/**
+ * Runs one lock+read+mutate+write attempt again (lock released and taken anew) when its replace
+ * found sessions.json changed under it or its lock lost: the mutators re-run on what is there,
+ * so what the other writer committed stays and this batch's changes land on top.
+ */
+async function withReplaceRetries<T>(_batch: PendingUpdate[], attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries += 1) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!isRetryableConflict(err) || tries >= MAX_REPLACE_ATTEMPTS) throw err;
+    }
+  }
+}
+
+/**
  * Keeps `<store>.bak` = the previous good file, then replaces the store and fsyncs the folder.
  * The backup is a hard link to the current inode (no copy: the store is only ever replaced by
  * rename, never edited in place, so that inode keeps the old bytes), made under a temp name and
  * renamed over the old .bak: at every instant both names hold a complete, parseable file.
+ *
+ * Our own temp + write + fsync + rename (not write-file-atomic) so that the file in place can be
+ * checked between the steps, and each step goes through the StoreFileSystem seam (tests record
+ * their order). The replace verifies that the file it read is the file it replaces: the .bak
+ * link, taken from the file in place, must be the pinned one (so .bak keeps what was there), and
+ * right before the rename (fenced: this process cannot give the lock up during it) the target is
+ * checked again; right after the rename and the folder fsync the lock must still be ours (owner
+ * record on disk) and the target our file. Any mismatch is STORE_BUSY/replaced and the batch is
+ * retried from the read; a mismatch before the rename leaves the other writer's file in place.
  */
-async function replaceStoreFile(fs: StoreFileSystem, storePath: string, text: string, hasPrevious: boolean): Promise<void> {
+async function replaceStoreFile(fs: StoreFileSystem, storePath: string, text: string, hasPrevious: boolean, pin: StorePin): Promise<void> {
   const dir = path.dirname(storePath);
   const baseName = path.basename(storePath);
   if (hasPrevious) {
-    await refreshBackup(fs, storePath, resolveInside(dir, `${baseName}.bak`), resolveInside(dir, `${baseName}.bak.tmp`));
+    await refreshBackup(fs, storePath, resolveInside(dir, `${baseName}.bak`), resolveInside(dir, `${baseName}.bak.tmp`), pin.identity);
   }
-  let tempPath: string | undefined;
+  const tempPath = await createTempNextTo(fs, storePath);
+  let written: FileIdentity;
   try {
-    await fs.replaceAtomically(storePath, FILE_MODE, async (createdTemp) => {
-      tempPath = createdTemp;
-      await fs.writeWholeFile(createdTemp, Buffer.from(text, 'utf8'));
-    });
+    await fs.writeWholeFile(tempPath, Buffer.from(text, 'utf8'));
+    await fs.fsyncPath(tempPath);
+    written = await fs.stat(tempPath);
+    if (!sameFile(await identityOrNull(fs, storePath), pin.identity)) throw replacedUnderUs(storePath, 'before the rename');
+    await pin.handle.fence(() => fs.rename(tempPath, storePath));
   } catch (err) {
-    // write-file-atomic removes its temp itself; this covers a seam that does not.
-    if (tempPath !== undefined) await fs.unlink(tempPath).catch(() => undefined);
+    await fs.unlink(tempPath).catch(() => undefined);
     throw ioError(err, 'write', storePath);
   }
   await fsyncFolder(fs, dir);
+  try {
+    await pin.handle.verifyHeld();
+  } catch (err) {
+    if (!(err instanceof SwitchboardError)) throw err;
+    throw new SwitchboardError('STORE_BUSY', `lost the lock of ${storePath} around its rename: ${err.message}`, {
+      cause: err,
+      hint: 'the update is retried under a fresh lock',
+      details: { path: storePath, reason: 'replaced', retry: true },
+    });
+  }
+  const inPlace = await identityOrNull(fs, storePath);
+  if (inPlace === null || inPlace.ino !== written.ino) throw replacedUnderUs(storePath, 'right after the rename');
+  pin.identity = inPlace;
+}
+
+/** An empty temp file next to the store, named `<store>.<uint32>` like write-file-atomic's (doctor knows the shape). */
+async function createTempNextTo(fs: StoreFileSystem, storePath: string): Promise<string> {
+  const dir = path.dirname(storePath);
+  for (let attempt = 1; ; attempt += 1) {
+    const tempPath = resolveInside(dir, `${path.basename(storePath)}.${randomBytes(4).readUInt32BE(0)}`);
+    try {
+      await fs.createExclusive(tempPath, FILE_MODE);
+      return tempPath;
+    } catch (err) {
+      if (errnoOf(err) === 'EEXIST' && attempt < 10) continue;
+      throw ioError(err, 'write', storePath);
+    }
+  }
 }
 
 /** Hard links are refused on some file systems and for immutable files: copy instead. */
 const LINK_UNSUPPORTED = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS']);
 
-async function refreshBackup(fs: StoreFileSystem, storePath: string, backupPath: string, backupTempPath: string): Promise<void> {
+async function refreshBackup(
+  fs: StoreFileSystem,
+  storePath: string,
+  backupPath: string,
+  backupTempPath: string,
+  pinned: FileIdentity | null,
+): Promise<void> {
   // Only the store-lock holder uses this temp name, so a leftover is from a crashed writer.
   await fs.unlink(backupTempPath).catch(() => undefined);
   try {
+    let linked = true;
     try {
       await fs.link(storePath, backupTempPath);
     } catch (err) {
-      if (errnoOf(err) === 'ENOENT') return; // removed behind our back: nothing to keep
+      // removed behind our back: the check before the rename reports it
+      if (errnoOf(err) === 'ENOENT') return;
       if (!LINK_UNSUPPORTED.has(errnoOf(err) ?? '')) throw err;
       await fs.copyFile(storePath, backupTempPath);
       await fs.fsyncPath(backupTempPath);
+      linked = false;
     }
+    // The link holds whatever file was in place when it was taken: if that is not the file we
+    // read, another writer replaced it, and the old .bak is kept instead of a copy of theirs.
+    if (linked && !sameFile(await fs.stat(backupTempPath), pinned)) throw replacedUnderUs(storePath, 'before its backup was kept');
     await fs.rename(backupTempPath, backupPath);
   } catch (err) {
     await fs.unlink(backupTempPath).catch(() => undefined);

@@ -2,7 +2,7 @@
 // release rules): a SIGKILLed holder, holders past their max hold, forced release, busy errors.
 
 import assert from 'node:assert/strict';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -154,6 +154,30 @@ describe('lock faults with real processes', () => {
       ['child:0', 'parent:'],
       'the frozen holder wrote nothing after the takeover',
     );
+  });
+
+  test("a waiter with a short staleMs honours the holder's longer one (owner.json): no takeover in between", async () => {
+    const dir = tempDir();
+    const target = path.join(dir, 'long-stale.jsonl');
+    // staleMs 60 s: the holder refreshes its mtime only every 30 s
+    const child = holder({ target, behaviour: 'hold', staleMs: 60_000, runId: 'slow-refresh' });
+    const lockId = (await child.waitForLine((l) => l.startsWith('held '), 10_000, 'the child to hold the lock')).slice(5);
+    // Its last refresh 10 s ago: older than the waiter's staleMs (2 s), younger than the holder's.
+    const lockPath = lockPathFor(target);
+    const then = new Date(Date.now() - 10_000);
+    utimesSync(lockPath, then, then);
+
+    const [listed] = await listLocks(dir, { staleMs: 2_000 });
+    assert.equal(listed?.stale, false, "judged by the holder's staleMs");
+    await assert.rejects(withLock(target, { staleMs: 2_000, acquireTimeoutMs: 1_000 }, async () => 'taken over'), (err: unknown) => {
+      assert.ok(isCode('SESSION_BUSY', 75)(err), String(err));
+      assert.equal(((err as SwitchboardError).details?.owner as LockOwnerRecord).pid, child.pid);
+      return true;
+    });
+    assert.equal((await readLockOwner(lockPath))?.lockId, lockId, 'the live holder kept its lock');
+    child.send('release');
+    await child.waitForLine((l) => l === 'done', 10_000, 'the child to finish');
+    assert.ok(!child.lines.some((l) => l.startsWith('aborted ')), child.lines.join(' | '));
   });
 
   test('an idle holder learns of a forced release from proper-lockfile (ECOMPROMISED): its signal aborts', async () => {

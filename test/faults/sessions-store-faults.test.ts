@@ -294,17 +294,39 @@ async function fillDisk(dir: string, leaveFreeBytes: number): Promise<string> {
   return fillerPath;
 }
 
-/** Wraps the real fs so that `fault` is active exactly during the replace step. */
+/**
+ * Wraps the real fs so that `fault` is active exactly during the replace step: from the creation
+ * of the temp file until its rename over the store settles, or until the temp is cleaned up.
+ */
 function faultDuringReplace(fault: { before: () => Promise<void> | void; after: () => Promise<void> | void }): StoreFileSystem {
+  let active = false;
+  const end = async (): Promise<void> => {
+    if (!active) return;
+    active = false;
+    await fault.after();
+  };
   return {
     ...nodeStoreFileSystem,
-    replaceAtomically: async (target, mode, fill) => {
+    createExclusive: async (filePath, mode) => {
+      active = true;
       await fault.before();
       try {
-        await nodeStoreFileSystem.replaceAtomically(target, mode, fill);
-      } finally {
-        await fault.after();
+        await nodeStoreFileSystem.createExclusive(filePath, mode);
+      } catch (err) {
+        await end();
+        throw err;
       }
+    },
+    rename: async (from, to) => {
+      try {
+        await nodeStoreFileSystem.rename(from, to);
+      } finally {
+        await end();
+      }
+    },
+    unlink: async (filePath) => {
+      await end();
+      await nodeStoreFileSystem.unlink(filePath);
     },
   };
 }
@@ -427,34 +449,19 @@ describe('case 5: disk full, EIO and read-only at temp write and at rename', () 
     assert.equal(injected, 1);
   });
 
-  test('EIO at rename (node:fs.rename as called by write-file-atomic fails): IO, original intact, no temp left, retry succeeds', async () => {
+  test('EIO at rename (seam: the rename of the temp over sessions.json fails): IO, original intact, no temp left, retry succeeds', async () => {
     const storeDir = await tempDir();
     const storePath = await seedStore(storeDir);
-    const realRename = fsCallbacks.rename;
     let injected = 0;
-    const failingRename = (from: fsCallbacks.PathLike, to: fsCallbacks.PathLike, callback: fsCallbacks.NoParamCallback): void => {
-      if (String(to) === storePath) {
+    const fs: StoreFileSystem = {
+      ...nodeStoreFileSystem,
+      rename: async (from, to) => {
+        if (to !== storePath) return nodeStoreFileSystem.rename(from, to);
         injected += 1;
-        const error = Object.assign(new Error(`EIO: i/o error, rename '${String(from)}' -> '${String(to)}'`), { code: 'EIO', errno: -5, syscall: 'rename' });
-        process.nextTick(() => callback(error));
-        return;
-      }
-      realRename(from, to, callback);
+        throw Object.assign(new Error(`EIO: i/o error, rename '${from}' -> '${to}'`), { code: 'EIO', errno: -5, syscall: 'rename' });
+      },
     };
-    const patchable = fsCallbacks as unknown as { rename: typeof failingRename };
-    patchable.rename = failingRename;
-    try {
-      await assertCleanIoFailureThenRetry({
-        storeDir,
-        storePath,
-        expectedErrno: 'EIO',
-        clearFault: () => {
-          patchable.rename = realRename;
-        },
-      });
-    } finally {
-      patchable.rename = realRename;
-    }
-    assert.equal(injected, 1, 'the fault was really placed at the library rename');
+    await assertCleanIoFailureThenRetry({ storeDir, storePath, fs, expectedErrno: 'EIO', clearFault: () => undefined });
+    assert.equal(injected, 1, 'the fault was really placed at the rename over the store');
   });
 });

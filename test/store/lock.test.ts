@@ -2,7 +2,7 @@
 // re-entrancy, FIFO, busy errors, the max-hold watchdog, takeovers, listLocks and releaseLock.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
@@ -84,9 +84,9 @@ describe('settings', () => {
   });
 
   test('resolveLockSettings applies defaults and proper-lockfile floors', () => {
-    assert.deepEqual(resolveLockSettings({}), { acquireTimeoutMs: 60_000, staleMs: 10_000, maxHoldMs: 300_000, busyCode: 'SESSION_BUSY' });
+    assert.deepEqual(resolveLockSettings({}), { acquireTimeoutMs: 60_000, staleMs: 10_000, maxHoldMs: 300_000, busyCode: 'SESSION_BUSY', takeover: 'stale' });
     const custom = resolveLockSettings({ acquireTimeoutMs: 0, staleMs: 100, runTimeoutMs: 600_000, busyCode: 'STORE_BUSY' });
-    assert.deepEqual(custom, { acquireTimeoutMs: 0, staleMs: 2_000, maxHoldMs: 720_000, busyCode: 'STORE_BUSY' });
+    assert.deepEqual(custom, { acquireTimeoutMs: 0, staleMs: 2_000, maxHoldMs: 720_000, busyCode: 'STORE_BUSY', takeover: 'stale' });
   });
 });
 
@@ -350,6 +350,101 @@ describe('stale locks (crashed holders)', () => {
     const target = path.join(tempDir(), 'fresh-empty');
     craftForeignLock(lockPathFor(target), null);
     await assert.rejects(withLock(target, { acquireTimeoutMs: 100 }, async () => undefined), isCode('SESSION_BUSY', 75));
+  });
+});
+
+/** /proc/<pid>/stat start time (field 22), read here independently of lock.ts; null without /proc. */
+function procStartTicks(pid: number): number | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[19]);
+  } catch {
+    return null;
+  }
+}
+
+describe("takeover 'dead' (the sessions.json lock): never from a live holder on this host", () => {
+  const noProc = procStartTicks(process.pid) === null ? 'no /proc on this system' : false;
+
+  /** A live process other than this one, for the life of the test. */
+  async function liveProcess(): Promise<{ pid: number; stop: () => Promise<void> }> {
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    await once(child, 'spawn');
+    return {
+      pid: child.pid!,
+      stop: async () => {
+        child.kill('SIGKILL');
+        await once(child, 'exit');
+      },
+    };
+  }
+
+  test('a live holder is waited for although stale and over-held; STORE_BUSY names it', { skip: noProc }, async () => {
+    const live = await liveProcess();
+    try {
+      for (const [waiterPolicy, recorded] of [['dead', undefined], ['stale', 'dead']] as const) {
+        const target = path.join(tempDir(), 'sessions.json');
+        const lockPath = lockPathFor(target);
+        craftForeignLock(lockPath, {
+          lockId: 'frozen',
+          pid: live.pid,
+          hostname: os.hostname(),
+          processStartTicks: procStartTicks(live.pid)!,
+          acquiredAt: Date.now() - 600_000,
+          maxHoldMs: 1_000,
+          ...(recorded !== undefined ? { takeover: recorded } : {}),
+        });
+        ageDirectory(lockPath, 600_000);
+        await assert.rejects(
+          withLock(target, { busyCode: 'STORE_BUSY', takeover: waiterPolicy, staleMs: 2_000, acquireTimeoutMs: 300 }, async () => 'taken over'),
+          (err: unknown) => {
+            assert.ok(isCode('STORE_BUSY', 75)(err), String(err));
+            assert.match((err as Error).message, new RegExp(`pid ${live.pid}\\b.* for \\d+ min`));
+            assert.equal(((err as SwitchboardError).details as { ageMs: number }).ageMs >= 600_000, true);
+            return true;
+          },
+        );
+        assert.equal((await readLockOwner(lockPath))?.lockId, 'frozen', `waiter ${waiterPolicy}, record ${String(recorded)}: left alone`);
+      }
+    } finally {
+      await live.stop();
+    }
+  });
+
+  test('a dead holder, or a pid now used by another process, is taken over at once (fresh mtime)', { skip: noProc }, async () => {
+    const live = await liveProcess();
+    try {
+      const holders: Array<Partial<LockOwnerRecord>> = [
+        { pid: deadPid() },
+        { pid: live.pid, processStartTicks: procStartTicks(live.pid)! - 1 }, // the pid was reused
+      ];
+      for (const holder of holders) {
+        const target = path.join(tempDir(), 'sessions.json');
+        craftForeignLock(lockPathFor(target), { lockId: 'gone', hostname: os.hostname(), takeover: 'dead', ...holder });
+        const id = await withLock(target, { takeover: 'dead', acquireTimeoutMs: 5_000 }, async (handle) => handle.owner.lockId);
+        assert.notEqual(id, 'gone');
+      }
+    } finally {
+      await live.stop();
+    }
+  });
+
+  test('a holder on another host (liveness unknown) is taken over only when stale', async () => {
+    const target = path.join(tempDir(), 'sessions.json');
+    const lockPath = lockPathFor(target);
+    craftForeignLock(lockPath, { lockId: 'remote', hostname: 'some-other-host', takeover: 'dead' });
+    await assert.rejects(withLock(target, { takeover: 'dead', busyCode: 'STORE_BUSY', acquireTimeoutMs: 200 }, async () => undefined), isCode('STORE_BUSY', 75));
+    ageDirectory(lockPath, 60_000);
+    assert.notEqual(await withLock(target, { takeover: 'dead', staleMs: 2_000, acquireTimeoutMs: 5_000 }, async (handle) => handle.owner.lockId), 'remote');
+  });
+
+  test('the owner record carries the policy and the exact process start', { skip: noProc }, async () => {
+    const target = path.join(tempDir(), 'sessions.json');
+    await withLock(target, { takeover: 'dead' }, async () => {
+      const record = await readLockOwner(lockPathFor(target));
+      assert.equal(record?.takeover, 'dead');
+      assert.equal(record?.processStartTicks, procStartTicks(process.pid));
+    });
   });
 });
 

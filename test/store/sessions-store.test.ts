@@ -35,14 +35,14 @@ function isCode(code: string, exitCode: number) {
   return (err: unknown): boolean => err instanceof SwitchboardError && err.code === code && err.exitCode === exitCode;
 }
 
-/** A seam that counts replaces: an independent witness of how many files were written. */
+/** A seam that counts renames over the store: an independent witness of how many files were written. */
 function countingFs(): { fs: StoreFileSystem; replaces: () => number } {
   let replaces = 0;
   const fs: StoreFileSystem = {
     ...nodeStoreFileSystem,
-    replaceAtomically: async (target, mode, fill) => {
-      replaces += 1;
-      await nodeStoreFileSystem.replaceAtomically(target, mode, fill);
+    rename: async (from, to) => {
+      await nodeStoreFileSystem.rename(from, to);
+      if (path.basename(to) === 'sessions.json') replaces += 1;
     },
   };
   return { fs, replaces: () => replaces };
@@ -252,3 +252,64 @@ describe('in-process serialisation and batching', () => {
 });
 
 
+
+describe('durability order of a replace (the injectable fs records every step)', () => {
+  /** The real fs, logging the steps that decide durability, by name inside the store folder. */
+  function recordingFs(storePath: string, log: string[]): StoreFileSystem {
+    const dir = path.dirname(storePath);
+    const name = (filePath: string): string => (filePath === dir ? '<folder>' : path.relative(dir, filePath));
+    return {
+      ...nodeStoreFileSystem,
+      writeWholeFile: async (filePath, data) => {
+        log.push(`write ${name(filePath)}`);
+        await nodeStoreFileSystem.writeWholeFile(filePath, data);
+      },
+      fsyncPath: async (filePath) => {
+        await nodeStoreFileSystem.fsyncPath(filePath);
+        log.push(`fsync ${name(filePath)}`);
+      },
+      rename: async (from, to) => {
+        await nodeStoreFileSystem.rename(from, to);
+        log.push(`rename ${name(from)} -> ${name(to)}`);
+      },
+    };
+  }
+
+  /** write(temp) → fsync(temp) → rename(temp → store) → fsync(folder) → resolved, in that order. */
+  function assertDurableOrder(log: string[]): void {
+    const renameStep = log.findIndex((step) => step.endsWith(' -> sessions.json'));
+    assert.ok(renameStep >= 0, `the store was replaced: ${log.join(' | ')}`);
+    const temp = log[renameStep]!.slice('rename '.length, -' -> sessions.json'.length);
+    assert.notEqual(temp, 'sessions.json');
+    const lastWrite = log.lastIndexOf(`write ${temp}`);
+    const fsyncTemp = log.lastIndexOf(`fsync ${temp}`);
+    const fsyncFolder = log.indexOf('fsync <folder>', renameStep);
+    const resolved = log.indexOf('resolved');
+    assert.ok(lastWrite >= 0 && lastWrite < fsyncTemp, `the temp file is fsynced after its data is written: ${log.join(' | ')}`);
+    assert.ok(fsyncTemp < renameStep, `the temp file is fsynced before the rename: ${log.join(' | ')}`);
+    assert.ok(fsyncFolder > renameStep, `the folder is fsynced after the rename: ${log.join(' | ')}`);
+    assert.ok(resolved > fsyncFolder, `updateSessionStore resolves only after both fsyncs: ${log.join(' | ')}`);
+  }
+
+  test('creating sessions.json: data fsynced before the rename, folder fsynced after it, before the update resolves', async () => {
+    const storePath = await newStorePath();
+    const log: string[] = [];
+    await updateSessionStore(storePath, (store) => {
+      store.k = entry('s-1');
+    }, { fs: recordingFs(storePath, log) }).then(() => log.push('resolved'));
+    assertDurableOrder(log);
+  });
+
+  test('replacing sessions.json (with its .bak): the same order', async () => {
+    const storePath = await newStorePath();
+    await updateSessionStore(storePath, (store) => {
+      store.k = entry('s-1');
+    });
+    const log: string[] = [];
+    await updateSessionStore(storePath, (store) => {
+      store.k = entry('s-2');
+    }, { fs: recordingFs(storePath, log) }).then(() => log.push('resolved'));
+    assertDurableOrder(log);
+    assert.equal((await readSessionStore(`${storePath}.bak`)).k!.sessionId, 's-1');
+  });
+});

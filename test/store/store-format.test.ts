@@ -193,6 +193,8 @@ describe('lock owner record', () => {
       assertInvalid('lock-owner', { ...record, lockId: 'not-a-lock-id' }, 'lockId');
       assertInvalid('lock-owner', { ...record, maxHoldMs: 2 ** 31 }, 'maxHoldMs');
       assertInvalid('lock-owner', { ...record, holder: 'someone' }, '$');
+      assertInvalid('lock-owner', { ...record, takeover: 'never' }, 'takeover');
+      assertValid('lock-owner', { ...record, takeover: 'dead' }, 'owner.json of a sessions.json lock');
     } finally {
       child.stdin.end('release\n');
       const code = await Promise.race([exited, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 10_000))]);
