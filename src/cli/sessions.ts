@@ -108,9 +108,10 @@ async function runList(ctx: CliContext): Promise<number> {
     s.key,
     formatAge(s.ageMs),
     s.model ?? '-',
-    [s.pinned ? 'pinned' : '', s.transcriptBytes === null ? 'no-transcript' : ''].filter(Boolean).join(',') || '-',
+    [s.problem !== undefined ? 'unusable' : '', s.pinned ? 'pinned' : '', s.transcriptBytes === null ? 'no-transcript' : ''].filter(Boolean).join(',') || '-',
   ]);
   ctx.streams.stdout.write(table(['Agent', 'Kind', 'Key', 'Age', 'Model', 'Flags'], rows));
+  for (const s of listing.sessions) if (s.problem !== undefined) ctx.note(`${s.key}: unusable entry (${s.problem}); see \`switchboard doctor\``);
   return 0;
 }
 

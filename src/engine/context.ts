@@ -2,10 +2,10 @@
 // clock. Built once per command (or per server) and shared by every engine operation.
 
 import path from 'node:path';
-import type { Clock } from '../core/index.js';
+import { SwitchboardError, type Clock } from '../core/index.js';
 import type { SwitchboardConfig } from '../config/index.js';
 import type { RoutingTable } from '../routing/index.js';
-import { resolveInside, resolveStoreLocation, resolveThreadTranscriptPath, resolveTranscriptPath, type LockOptions, type StoreLocation } from '../store/index.js';
+import { isTranscriptFileName, resolveInside, resolveStoreLocation, resolveThreadTranscriptPath, resolveTranscriptPath, type LockOptions, type StoreLocation } from '../store/index.js';
 
 export interface EngineContext {
   stateDir: string;
@@ -35,9 +35,21 @@ export function knownAgentIds(ctx: EngineContext): string[] {
   return ids.length > 0 ? [...new Set(ids)] : [ctx.table.defaultAgentId];
 }
 
-/** A transcript file named by an entry, resolved safely inside its sessions folder. */
+/**
+ * A transcript file named by an entry, resolved inside its sessions folder. Only a transcript
+ * name passes (never sessions.json, a lock, an archive or a path): a name from a damaged row is
+ * STORE_CORRUPT here rather than a write into the wrong file.
+ */
 export function transcriptPathIn(location: StoreLocation, sessionFile: string): string {
-  return resolveInside(location.sessionsDir, path.basename(sessionFile));
+  if (!isTranscriptFileName(sessionFile)) {
+    const name: unknown = sessionFile;
+    const shown = typeof name === 'string' ? `"${name.slice(0, 80)}"` : typeof name;
+    throw new SwitchboardError('STORE_CORRUPT', `${shown} in ${location.storePath} is not a transcript file name`, {
+      hint: 'run `switchboard doctor` to see the entry that names it',
+      details: { path: location.storePath, sessionFile: shown },
+    });
+  }
+  return resolveInside(location.sessionsDir, sessionFile);
 }
 
 /** The transcript file name of a new instance (thread sessions get a topic suffix). */

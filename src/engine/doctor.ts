@@ -18,6 +18,10 @@
 //   5. orphaned transcripts with a usable header are adopted (their key has no entry), become the
 //      current instance again (their key's entry names a transcript that is gone and is older), or
 //      are archived as <file>.reset.<ts> (an older instance a rotation left behind);
+//   0. a symlink, FIFO or socket where a store file belongs is never followed or opened: a link's
+//      target bytes (when it is a regular file) are COPIED to <file>.bak-<ts> (sessions.json:
+//      .corrupt-<ts>), then the name is removed — sessions.json is replaced by its restored copy
+//      in one rename — so nothing outside the state dir is ever written; folders are reported only;
 //   6. an entry whose transcript is missing (or empty) gets a new transcript: the header and one
 //      `custom` entry (customType "doctor") saying that the history was lost — exactly what the
 //      next message would create, plus a visible note. A transcript archived as `.deleted.<ts>`
@@ -35,18 +39,26 @@ import {
   TRANSCRIPT_SUFFIX,
   appendEntries,
   archiveFile,
+  copyRegularFile,
+  describeFileKind,
+  fileKindOf,
   formatArchiveTimestamp,
   listLocks,
   lockPathFor,
+  lstatKind,
+  openRegularFile,
   nodeStoreFileSystem,
   parseArchiveName,
   parseSessionStore,
+  readRegularFile,
   readSessionStore,
   releaseLock,
   resolveInside,
   serializeSessionStore,
+  sessionEntryProblem,
   updateSessionStore,
   withLock,
+  type FileKind,
   type LockInfo,
   type LockOptions,
   type SessionEntry,
@@ -89,6 +101,10 @@ export type DoctorProblemKind =
   | 'lock-tombstone'
   /** A temp file of an interrupted write, older than a minute, its lock free. */
   | 'temp-file'
+  /** A symlink, FIFO, socket, device or folder where a store file belongs (never followed or opened). */
+  | 'not-regular-file'
+  /** An entry of the wrong shape (sessionFile, sessionId, timestamps…): unusable, STORE_CORRUPT for that session. */
+  | 'invalid-entry'
   /** The check itself failed (e.g. a permission error); the error says why. */
   | 'check-failed';
 
@@ -191,7 +207,6 @@ const NEWLINE = 0x0a;
 const STORE_LOCK_STALE_MS = 10_000;
 const STORE_LOCK_MAX_HOLD_MS = 60_000;
 const STORE_LOCK_ACQUIRE_MS = 30_000;
-const LINK_UNSUPPORTED = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS']);
 const FOLDER_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR']);
 const TOMBSTONE_NAME = /\.lock-gone-(\d+)-[0-9a-f]+$/;
 const DOCTOR_TEMP_NAME = /^(.+\.jsonl)\.doctor-(\d+)-[0-9a-f]+\.tmp$/;
@@ -278,6 +293,8 @@ interface RepairOutcome {
 interface FolderListing {
   files: string[];
   dirs: string[];
+  /** Everything else: symlinks, FIFOs, sockets, devices (from the directory entry: never followed). */
+  others: { name: string; kind: FileKind }[];
 }
 
 interface UsableHeader {
@@ -304,7 +321,9 @@ class StoreDoctor {
   private readonly staleMs: number | undefined;
   /** Lock folders held by a live, in-time holder: their files may be mid-write. */
   private readonly liveLocks = new Set<string>();
-  private listing: FolderListing = { files: [], dirs: [] };
+  private listing: FolderListing = { files: [], dirs: [], others: [] };
+  /** Names reported as not-regular-file: other checks leave them to that problem. */
+  private readonly nonRegular = new Set<string>();
   private readonly scans = new Map<string, TranscriptScan>();
   /** sessions.json as it is now; null while it cannot be read. */
   private store: SessionStore | null = null;
@@ -341,6 +360,7 @@ class StoreDoctor {
     });
     if (listed !== true) return this.report;
     // Each step on its own: one that fails (a permission error, say) does not hide the others.
+    await this.step('check for links and other non-regular files', () => this.checkNonRegular());
     await this.step('check the locks', () => this.checkLocks());
     await this.step('check for lock tombstones', () => this.checkTombstones());
     await this.step('check for temp files', () => this.checkTempFiles());
@@ -413,6 +433,67 @@ class StoreDoctor {
 
   private inside(name: string): string {
     return resolveInside(this.location.sessionsDir, name);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Links, FIFOs and other non-regular files
+
+  /** Names the store reads or writes (sessions.json and its copies, transcripts and theirs), not locks. */
+  private isStoreFileName(name: string): boolean {
+    const storeBase = path.basename(this.location.storePath);
+    if (name.endsWith('.lock') || TOMBSTONE_NAME.test(name)) return false;
+    return name === storeBase || name.startsWith(`${storeBase}.`) || name.endsWith(TRANSCRIPT_SUFFIX) || name.includes(`${TRANSCRIPT_SUFFIX}.`);
+  }
+
+  /**
+   * Reports every store name that is not a regular file. sessions.json itself is repaired with
+   * the store (checkStoreFile); the others are moved aside here, before the transcripts are read,
+   * so that an entry whose transcript was a link gets a fresh one below (checkEntries).
+   */
+  private async checkNonRegular(): Promise<void> {
+    const storeBase = path.basename(this.location.storePath);
+    const found = [
+      ...this.listing.others,
+      ...this.listing.dirs.filter((name) => name === storeBase || name.endsWith(TRANSCRIPT_SUFFIX)).map((name) => ({ name, kind: 'directory' as FileKind })),
+    ].filter(({ name }) => this.isStoreFileName(name));
+    for (const { name, kind } of found) {
+      this.nonRegular.add(name);
+      if (name === storeBase) continue; // checkStoreFile reports and repairs it
+      const file = this.inside(name);
+      const target = kind === 'symlink' ? await fsp.readlink(file).catch(() => null) : null;
+      const problem = this.problem({
+        kind: 'not-regular-file',
+        file,
+        message: `${name} is ${describeFileKind(kind)}${target !== null ? ` to ${target}` : ''}, not a regular file: never followed or opened${kind === 'directory' ? '; move it away by hand' : '; --repair removes it, keeping a copy of the bytes a link points at'}`,
+        repairable: kind !== 'directory',
+      });
+      if (this.repair && kind !== 'directory') await this.attempt([problem], () => this.removeNonRegular(name));
+    }
+  }
+
+  /** Under the lock that guards the name: a copy of a link's target bytes is kept, then the name goes (never its target). */
+  private removeNonRegular(name: string): Promise<RepairOutcome> {
+    const file = this.inside(name);
+    const guardedByStore = name.startsWith(`${path.basename(this.location.storePath)}.`);
+    const work = async (): Promise<RepairOutcome> => {
+      const kind = await lstatKind(file);
+      if (kind === null || kind === 'file') return { action: `nothing to do: it is ${kind === null ? 'gone' : 'a regular file now'}`, changes: [] };
+      if (kind === 'directory') throw new SwitchboardError('STORE_CORRUPT', `${file} is a folder now; left it alone`, { hint: 'move it away by hand' });
+      const changes: DoctorChange[] = [];
+      const backup = kind === 'symlink' ? await keepLinkTarget(file, 'bak', this.now()) : null;
+      if (backup !== null) changes.push({ action: 'kept', file: backup, from: file });
+      await fsp.unlink(file);
+      await fsyncFolder(path.dirname(file));
+      changes.push({ action: 'removed', file });
+      return {
+        action: `removed the ${describeFileKind(kind).replace(/^an? /, '')}${backup !== null ? `; the bytes it pointed at are kept as ${path.basename(backup)}` : ' (it held no bytes of its own)'}`,
+        ...(backup !== null ? { backup } : {}),
+        changes,
+      };
+    };
+    if (guardedByStore) return withLock(this.location.storePath, this.storeLock(), work);
+    if (name.endsWith(TRANSCRIPT_SUFFIX)) return withLock(file, this.transcriptLock(undefined), work);
+    return work(); // archives and kept copies: nobody writes them
   }
 
   // -------------------------------------------------------------------------------------------
@@ -524,6 +605,19 @@ class StoreDoctor {
 
   private async checkStoreFile(): Promise<void> {
     const storePath = this.location.storePath;
+    const kind = await lstatKind(storePath);
+    if (kind !== null && kind !== 'file') {
+      // Never opened: a FIFO would block the read, a link would be read (and written) through.
+      const target = kind === 'symlink' ? await fsp.readlink(storePath).catch(() => null) : null;
+      const problem = this.problem({
+        kind: 'not-regular-file',
+        file: storePath,
+        message: `it is ${describeFileKind(kind)}${target !== null ? ` to ${target}` : ''}, not a regular file: every command refuses it (STORE_CORRUPT)${kind === 'directory' ? '; move it away by hand' : '; --repair keeps a copy of the bytes a link points at and restores the store from sessions.json.bak or the transcript headers'}`,
+        repairable: kind !== 'directory',
+      });
+      if (this.repair && kind !== 'directory') await this.attempt([problem], () => this.restoreStore());
+      return;
+    }
     const bytes = await readOrNull(storePath);
     if (bytes === null) {
       const hasBackup = (await statOrNull(`${storePath}.bak`)) !== null;
@@ -576,7 +670,10 @@ class StoreDoctor {
   /** sessions.json.bak, when it parses and matches the schema. */
   private async goodBackup(): Promise<SessionStore | null> {
     const backupPath = `${this.location.storePath}.bak`;
-    const bytes = await readOrNull(backupPath);
+    const bytes = await readOrNull(backupPath).catch((err: unknown) => {
+      if (err instanceof SwitchboardError && err.code === 'STORE_CORRUPT') return null; // a link or FIFO: not a backup
+      throw err;
+    });
     if (bytes === null) return null;
     try {
       const store = parseSessionStore(bytes, backupPath);
@@ -597,7 +694,10 @@ class StoreDoctor {
     const storePath = this.location.storePath;
     const base = path.basename(storePath);
     return withLock(storePath, this.storeLock(), async (handle) => {
-      const current = await readOrNull(storePath);
+      const kind = await lstatKind(storePath);
+      if (kind === 'directory') throw new SwitchboardError('STORE_CORRUPT', `${storePath} is a folder; left it alone`, { hint: 'move it away by hand' });
+      // A link or FIFO is never opened as the store: only a link's target bytes are copied aside.
+      const current = kind === 'file' ? await readOrNull(storePath) : null;
       if (current !== null) {
         try {
           this.store = parseSessionStore(current, storePath);
@@ -611,6 +711,9 @@ class StoreDoctor {
       if (current !== null) {
         backup = await keepOriginal(storePath, 'corrupt', this.now());
         changes.push({ action: 'kept', file: backup, from: storePath });
+      } else if (kind === 'symlink') {
+        backup = (await keepLinkTarget(storePath, 'corrupt', this.now())) ?? undefined;
+        if (backup !== undefined) changes.push({ action: 'kept', file: backup, from: storePath });
       }
       const fromBackup = await this.goodBackup();
       const store = fromBackup ?? this.rebuildFromHeaders();
@@ -621,7 +724,8 @@ class StoreDoctor {
       changes.push({ action: fromBackup ? 'restored' : 'rebuilt', file: storePath });
       const entries = `${Object.keys(store).length} ${Object.keys(store).length === 1 ? 'entry' : 'entries'}`;
       const how = fromBackup ? `restored from ${base}.bak (${entries})` : `rebuilt ${entries} from transcript headers (no usable ${base}.bak)`;
-      return { action: `${how}${backup ? `; damaged bytes kept as ${path.basename(backup)}` : ''}`, backup, changes };
+      const replaced = kind !== null && kind !== 'file' ? `; the ${describeFileKind(kind).replace(/^an? /, '')} in its place was replaced (never followed)` : '';
+      return { action: `${how}${replaced}${backup ? `; ${kind === 'symlink' ? 'the bytes the link pointed at' : 'damaged bytes'} kept as ${path.basename(backup)}` : ''}`, backup, changes };
     });
   }
 
@@ -978,9 +1082,22 @@ class StoreDoctor {
       if (parsed !== null) archives.set(parsed.originalName, [...(archives.get(parsed.originalName) ?? []), `${parsed.reason}:${name}`]);
     }
     for (const [key, entry] of Object.entries(store)) {
+      const shape = sessionEntryProblem(entry);
+      if (shape !== null) {
+        // Every command refuses this row (STORE_CORRUPT for this session); only a person knows the fix.
+        this.problem({
+          kind: 'invalid-entry',
+          file: this.location.storePath,
+          sessionKey: key,
+          message: `the entry of ${key} cannot be used: ${shape.reason}; fix it by hand, or remove it with \`switchboard sessions delete ${key}\` (a transcript it had is then adopted again by --repair)`,
+          repairable: false,
+        });
+        continue;
+      }
       const file = this.entryFile(entry);
       if (file === null || typeof entry.sessionId !== 'string') continue;
       const name = path.basename(file);
+      if (this.nonRegular.has(name) && (await lstatKind(file)) !== null) continue; // not-regular-file covers it
       const stats = await statOrNull(file);
       if (stats !== null && stats.size > 0) {
         this.checkHeaderAgainstEntry(key, entry, this.scans.get(name));
@@ -1071,7 +1188,7 @@ interface TranscriptScan {
 async function scanTranscript(file: string, keep?: (line: Buffer) => Promise<void>): Promise<TranscriptScan | null> {
   let fh: FileHandle;
   try {
-    fh = await fsp.open(file, 'r');
+    fh = await openRegularFile(file, fsConstants.O_RDONLY); // a name swapped for a link or FIFO since the listing: refused
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
     throw err;
@@ -1238,7 +1355,13 @@ function lockReasons(info: LockInfo): string[] {
 }
 
 async function ownerRecordProblem(lockPath: string): Promise<string | null> {
-  const bytes = await readOrNull(path.join(lockPath, 'owner.json'));
+  let bytes: Buffer | null;
+  try {
+    bytes = await readOrNull(path.join(lockPath, 'owner.json'));
+  } catch (err) {
+    if (err instanceof SwitchboardError && err.code === 'STORE_CORRUPT') return 'not a regular file';
+    throw err;
+  }
   if (bytes === null) return null; // between mkdir and writing the record: normal
   let value: unknown;
   try {
@@ -1260,7 +1383,8 @@ async function listFolder(dir: string): Promise<FolderListing | null> {
   }
   const files = entries.filter((e) => e.isFile()).map((e) => e.name).sort();
   const dirs = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
-  return { files, dirs };
+  const others = entries.filter((e) => !e.isFile() && !e.isDirectory()).map((e) => ({ name: e.name, kind: fileKindOf(e) })).sort((a, b) => (a.name < b.name ? -1 : 1));
+  return { files, dirs, others };
 }
 
 async function statOrNull(file: string): Promise<{ size: number; mtimeMs: number; ctimeMs: number } | null> {
@@ -1272,9 +1396,10 @@ async function statOrNull(file: string): Promise<{ size: number; mtimeMs: number
   }
 }
 
+/** A regular file's bytes (never through a link, never waiting on a FIFO: STORE_CORRUPT), null when missing. */
 async function readOrNull(file: string): Promise<Buffer | null> {
   try {
-    return await fsp.readFile(file);
+    return await readRegularFile(file);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
     throw err;
@@ -1282,27 +1407,21 @@ async function readOrNull(file: string): Promise<Buffer | null> {
 }
 
 /**
- * Keeps the current bytes of `file` as `<file>.<tag>-<ts>` (ts as in archive names). A hard link:
- * no copy, and the bytes survive because store files are only ever replaced by rename. Copies
- * where links are refused. An existing name is never overwritten (the time moves on by 1 ms).
+ * Keeps the current bytes of `file` as `<file>.<tag>-<ts>` (ts as in archive names): a COPY into
+ * a new regular file (fsynced), never a hard link, so a kept original can never be a link to
+ * something else. `file` must be a regular file (opened without following a link). An existing
+ * name is never overwritten (the time moves on by 1 ms).
  */
-async function keepOriginal(file: string, tag: 'bak' | 'corrupt', now: number): Promise<string> {
+async function keepOriginal(file: string, tag: 'bak' | 'corrupt', now: number, options: { throughLink?: boolean } = {}): Promise<string> {
   const dir = path.dirname(file);
   const base = path.basename(file);
   for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt += 1) {
     const target = resolveInside(dir, `${base}.${tag}-${formatArchiveTimestamp(now + attempt)}`);
     try {
-      await fsp.link(file, target);
+      await copyRegularFile(file, target, FILE_MODE, options);
     } catch (err) {
-      if (errnoOf(err) === 'EEXIST') continue;
-      if (!LINK_UNSUPPORTED.has(errnoOf(err) ?? '')) throw err;
-      try {
-        await fsp.copyFile(file, target, fsConstants.COPYFILE_EXCL);
-      } catch (copyErr) {
-        if (errnoOf(copyErr) === 'EEXIST') continue;
-        throw copyErr;
-      }
-      await nodeStoreFileSystem.fsyncPath(target);
+      if (errnoOf(err) === 'EEXIST' && (await lstatKind(target)) !== null) continue;
+      throw err;
     }
     await fsyncFolder(dir);
     return target;
@@ -1310,11 +1429,50 @@ async function keepOriginal(file: string, tag: 'bak' | 'corrupt', now: number): 
   throw new SwitchboardError('IO', `no free name to keep ${file} near ${new Date(now).toISOString()}`, { hint: 'check the clock (--now)' });
 }
 
-/** write-file-atomic through the store's seam (temp in the folder, fsync, rename), then the folder. */
+/**
+ * A copy of what a symlink points at, when that is a regular file (read only: a FIFO or device
+ * target is not opened for long, a dangling link has nothing to keep); null when there is nothing.
+ */
+async function keepLinkTarget(link: string, tag: 'bak' | 'corrupt', now: number): Promise<string | null> {
+  try {
+    return await keepOriginal(link, tag, now, { throughLink: true });
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT' || (err instanceof SwitchboardError && err.code === 'STORE_CORRUPT') || errnoOf(err) === 'ELOOP') return null;
+    throw err;
+  }
+}
+
+/**
+ * Temp in the folder (named like write-file-atomic's, so a leftover is a known temp), fsync,
+ * rename over the target, fsync the folder. Not write-file-atomic itself: that one resolves a
+ * symlink at the target and replaces what it points at; rename(2) replaces the name itself.
+ */
 async function replaceWholeFile(target: string, text: string): Promise<void> {
-  const fs = nodeStoreFileSystem;
-  await fs.replaceAtomically(target, FILE_MODE, (temp) => fs.writeWholeFile(temp, Buffer.from(text, 'utf8')));
-  await fsyncFolder(path.dirname(target));
+  const dir = path.dirname(target);
+  for (let attempt = 1; ; attempt += 1) {
+    const temp = resolveInside(dir, `${path.basename(target)}.${randomBytes(4).readUInt32BE(0)}`);
+    let fh: FileHandle;
+    try {
+      fh = await fsp.open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, FILE_MODE);
+    } catch (err) {
+      if (errnoOf(err) === 'EEXIST' && attempt < 10) continue;
+      throw err;
+    }
+    try {
+      try {
+        await fh.writeFile(text, 'utf8'); // loops until every byte is written (a short write is not success)
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await fsp.rename(temp, target);
+    } catch (err) {
+      await fsp.unlink(temp).catch(() => undefined);
+      throw err;
+    }
+    await fsyncFolder(dir);
+    return;
+  }
 }
 
 async function fsyncFolder(dir: string): Promise<void> {

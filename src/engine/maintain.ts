@@ -20,6 +20,7 @@ import {
   lockPathFor,
   readSessionStore,
   releaseLock,
+  sessionEntryProblem,
   type LockInfo,
   type SessionEntry,
   type StoreLocation,
@@ -276,7 +277,8 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
       const store = await readSessionStore(location.storePath);
       const gone = new Set([...(cronRemovedKeys.get(location.storePath) ?? []), ...(dryRun ? (cleanupRemoved.get(location.storePath) ?? []) : [])]);
       const candidates: ResetCandidate[] = Object.entries(store)
-        .filter(([key]) => !gone.has(key))
+        // A row of the wrong shape is never rotated here (doctor reports it): its names cannot be trusted.
+        .filter(([key, entry]) => !gone.has(key) && sessionEntryProblem(entry) === null)
         .map(([key, entry]) => candidateOf(key, entry));
       const due = planDueResets(candidates, ctx.config.session, now);
       resets.due += due.length;

@@ -21,9 +21,11 @@ import {
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import {
   archiveFile,
+  entryTranscriptName,
   nodeStoreFileSystem,
   parseArchiveName,
   readSessionStore,
+  sessionEntryProblem,
   updateSessionStore,
   withLock,
   type LockOptions,
@@ -230,11 +232,14 @@ export async function inPool<T>(items: readonly T[], limit: number, task: (item:
 }
 
 
-/** The transcript file name an entry refers to, or null when it names nothing usable. */
+/**
+ * The transcript file name an entry refers to, or null when the entry is of the wrong shape (its
+ * names cannot be trusted: archiving "its" file could move sessions.json or another session's).
+ */
 export function transcriptNameOf(location: StoreLocation, entry: SessionEntry): string | null {
+  if (sessionEntryProblem(entry) !== null) return null;
   try {
-    const name = typeof entry.sessionFile === 'string' ? entry.sessionFile : `${String(entry.sessionId)}${TRANSCRIPT_SUFFIX}`;
-    return path.basename(transcriptPathIn(location, name));
+    return path.basename(transcriptPathIn(location, entryTranscriptName(entry)));
   } catch {
     return null;
   }

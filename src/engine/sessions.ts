@@ -10,6 +10,9 @@ import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.j
 import {
   appendToTranscript,
   archiveFile,
+  checkSessionEntry,
+  entryTranscriptName,
+  sessionEntryProblem,
   lockPathFor,
   isInMemory,
   readLockOwner,
@@ -45,9 +48,9 @@ export function selectStores(ctx: EngineContext, selection: StoreSelection = {})
   return incognitoRoot === undefined ? stored : [...stored, ...agentIds.map((id) => incognitoStoreFor(incognitoRoot, id))];
 }
 
-export function transcriptFileOf(location: StoreLocation, entry: SessionEntry): string {
-  const name = typeof entry.sessionFile === 'string' ? entry.sessionFile : `${entry.sessionId}.jsonl`;
-  return transcriptPathIn(location, name);
+/** The transcript of an entry; an entry of the wrong shape is STORE_CORRUPT (for that entry only). */
+export function transcriptFileOf(location: StoreLocation, entry: SessionEntry, key = '(unknown key)'): string {
+  return transcriptPathIn(location, entryTranscriptName(checkSessionEntry(location.storePath, key, entry)));
 }
 
 export interface SessionRow {
@@ -65,6 +68,8 @@ export interface SessionRow {
   transcriptBytes: number | null;
   /** Kept only in the memory of the running `serve` (gone when it stops); never on disk. */
   incognito: boolean;
+  /** Only on a row of the wrong shape: why no command can use it (`switchboard doctor` lists it too). */
+  problem?: string;
 }
 
 export interface SessionListing {
@@ -85,34 +90,37 @@ function kindOf(key: string): string {
 export async function listSessions(ctx: EngineContext, selection: StoreSelection & { activeMinutes?: number; limit?: number } = {}): Promise<SessionListing> {
   const stores = selectStores(ctx, selection);
   const now = ctx.clock.now();
-  const rows: (SessionRow & { file: string })[] = [];
+  const rows: (SessionRow & { file: string | null })[] = [];
   for (const location of stores) {
     const store = await readSessionStore(location.storePath);
     const incognito = isInMemory(location.storePath);
     for (const [key, entry] of Object.entries(store)) {
-      const updatedAt = typeof entry.updatedAt === 'number' ? entry.updatedAt : 0;
+      // A row of the wrong shape is listed (marked), not skipped and not a crash of the listing.
+      const problem = sessionEntryProblem(entry);
+      const updatedAt = typeof entry.updatedAt === 'number' && Number.isFinite(entry.updatedAt) ? entry.updatedAt : 0;
       if (selection.activeMinutes !== undefined && now - updatedAt > selection.activeMinutes * 60_000) continue;
       rows.push({
         agentId: location.agentId,
         key,
-        sessionId: entry.sessionId,
+        sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : String(entry.sessionId),
         kind: kindOf(key),
-        chatType: entry.chatType ?? null,
+        chatType: typeof entry.chatType === 'string' ? entry.chatType : null,
         updatedAt,
         ageMs: Math.max(0, now - updatedAt),
-        sessionStartedAt: entry.sessionStartedAt ?? null,
-        lastInteractionAt: entry.lastInteractionAt ?? null,
-        model: entry.modelOverride ?? entry.model ?? null,
+        sessionStartedAt: problem === null ? (entry.sessionStartedAt ?? null) : null,
+        lastInteractionAt: problem === null ? (entry.lastInteractionAt ?? null) : null,
+        model: typeof (entry.modelOverride ?? entry.model) === 'string' ? (entry.modelOverride ?? entry.model)! : null,
         pinned: entry.pinned === true,
         transcriptBytes: null,
         incognito,
-        file: transcriptFileOf(location, entry),
+        file: problem === null ? transcriptFileOf(location, entry, key) : null,
+        ...(problem === null ? {} : { problem: problem.reason }),
       });
     }
   }
   rows.sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : 1));
   const limited = selection.limit !== undefined ? rows.slice(0, selection.limit) : rows;
-  for (const row of limited) row.transcriptBytes = storedFileSizeSync(row.file);
+  for (const row of limited) row.transcriptBytes = row.file === null ? null : storedFileSizeSync(row.file);
   return {
     // Files only: a server's incognito rows carry their marker instead of a store path.
     stores: stores.filter((s) => !isInMemory(s.storePath)).map((s) => ({ agentId: s.agentId, path: s.storePath })),
@@ -165,7 +173,7 @@ export interface SessionDetails extends FoundSession {
 
 export async function showSession(ctx: EngineContext, keyOrId: string, selection: StoreSelection = {}): Promise<SessionDetails> {
   const found = await findSession(ctx, keyOrId, selection);
-  const transcriptPath = transcriptFileOf(found.location, found.entry);
+  const transcriptPath = transcriptFileOf(found.location, found.entry, found.key);
   const origin = (found.entry.origin ?? {}) as { channel?: string; peer?: { kind: string; id: string }; threadId?: string };
   const policy = resetPolicyFor(ctx.config.session, found.key, { channel: origin.channel ?? found.entry.channel ?? '', threadId: origin.threadId, peer: origin.peer });
   const freshness = evaluateFreshness(found.entry, policy, ctx.clock.now());
@@ -269,7 +277,7 @@ export async function resetSession(ctx: EngineContext, keyOrId: string, options:
     location: found.location,
     key: found.key,
     sessionId: found.entry.sessionId,
-    file: transcriptFileOf(found.location, found.entry),
+    file: transcriptFileOf(found.location, found.entry, found.key),
     wait: true,
     decide: () => ({ reason: 'command' }),
     note: options.reason,
@@ -288,6 +296,7 @@ export async function setPinned(ctx: EngineContext, keyOrId: string, pinned: boo
   await updateSessionStore(found.location.storePath, (store) => {
     const entry = store[found.key];
     if (!entry) throw new SwitchboardError('NOT_FOUND', `session "${found.key}" was deleted meanwhile`);
+    checkSessionEntry(found.location.storePath, found.key, entry);
     if (pinned) entry.pinned = true;
     else delete entry.pinned;
     entry.updatedAt = ctx.clock.now();
@@ -298,7 +307,16 @@ export async function setPinned(ctx: EngineContext, keyOrId: string, pinned: boo
 /** Removes a session: its transcript is archived as `.deleted.<ts>` first, then the entry goes. */
 export async function deleteSession(ctx: EngineContext, keyOrId: string, selection: StoreSelection = {}): Promise<{ sessionKey: string; sessionId: string; archivedTo: string | null }> {
   const found = await findSession(ctx, keyOrId, selection);
-  const file = transcriptFileOf(found.location, found.entry);
+  if (sessionEntryProblem(found.entry) !== null) {
+    // No file it names can be trusted: the row goes (if unchanged), nothing is archived; a
+    // transcript it had is then an orphan that `doctor --repair` adopts again under a good row.
+    const row = JSON.stringify(found.entry);
+    await updateSessionStore(found.location.storePath, (store) => {
+      if (Object.hasOwn(store, found.key) && JSON.stringify(store[found.key]) === row) delete store[found.key];
+    });
+    return { sessionKey: found.key, sessionId: String(found.entry.sessionId), archivedTo: null };
+  }
+  const file = transcriptFileOf(found.location, found.entry, found.key);
   return withLock(file, sessionLockOptions(ctx, { sessionKey: found.key }), async () => {
     const archivedTo = await archiveFile(file, 'deleted', ctx.clock.now());
     await updateSessionStore(found.location.storePath, (store) => {

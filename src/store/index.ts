@@ -8,4 +8,5 @@ export * from './archive.js';
 export * from './lock.js';
 export * from './transcript.js';
 export * from './transcript-follow.js';
+export { copyRegularFile, describeFileKind, fileKindOf, lstatKind, notRegularFileError, openRegularFile, readRegularFile, type FileKind } from './regular-file.js';
 export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, isInMemory, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';

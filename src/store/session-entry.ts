@@ -1,5 +1,9 @@
 // The shape of one sessions.json row (store.md "SessionEntry") and of the whole registry.
 // Unknown fields are kept as they are: a newer or OpenClaw-written row survives our writes.
+// sessionEntryProblem() is the one check of the shape the code relies on before it uses a row.
+
+import { SwitchboardError } from '../core/index.js';
+import { SESSION_ID_PATTERN, THREAD_INFIX, TRANSCRIPT_SUFFIX } from './paths.js';
 
 export type SessionChatType = 'direct' | 'group' | 'channel';
 
@@ -65,3 +69,112 @@ export interface SessionEntry {
 /** sessions.json: sessionKey → SessionEntry. */
 export type SessionStore = Record<string, SessionEntry>;
 
+
+// ---------------------------------------------------------------------------------------------
+// The shape the code relies on
+
+/** Why an entry cannot be used, field by field; the first problem found. */
+export interface SessionEntryProblem {
+  field: string;
+  reason: string;
+}
+
+/** Transcript names: `<sessionId>.jsonl` or `<sessionId>-topic-<encodeURIComponent(threadId)>.jsonl` (sessions.schema.json). */
+const THREAD_PART = /^[A-Za-z0-9_.!~*'()%-]+$/;
+const MAX_FILE_NAME_BYTES = 255;
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return `"${value.length > 60 ? `${value.slice(0, 57)}...` : value}"`;
+  if (typeof value === 'object') return 'an object';
+  return `${typeof value} ${String(value)}`;
+}
+
+/**
+ * Why `name` is not the transcript file of session `sessionId` (null when it is): a plain file
+ * name in the sessions folder, `<sessionId>.jsonl` or its thread form — never sessions.json, a
+ * lock, an archive, a temp file, a path, or another session's transcript.
+ */
+export function transcriptNameProblem(name: unknown, sessionId: string): string | null {
+  if (typeof name !== 'string') return `is ${describeValue(name)}, not a file name`;
+  if (Buffer.byteLength(name, 'utf8') > MAX_FILE_NAME_BYTES) return `is longer than ${MAX_FILE_NAME_BYTES} bytes`;
+  if (name === `${sessionId}${TRANSCRIPT_SUFFIX}`) return null;
+  const prefix = `${sessionId}${THREAD_INFIX}`;
+  if (name.startsWith(prefix) && name.endsWith(TRANSCRIPT_SUFFIX)) {
+    const thread = name.slice(prefix.length, name.length - TRANSCRIPT_SUFFIX.length);
+    if (thread !== '' && THREAD_PART.test(thread)) return null;
+  }
+  return `${describeValue(name)} is not a transcript of session ${sessionId} (${sessionId}${TRANSCRIPT_SUFFIX} or ${sessionId}${THREAD_INFIX}<thread>${TRANSCRIPT_SUFFIX})`;
+}
+
+const isObject = (value: unknown): boolean => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isTime = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value);
+
+/**
+ * THE shape check of one sessions.json entry: what every reader relies on before it uses an
+ * entry (file names it resolves, numbers it compares, objects and lists it walks). Unknown fields
+ * and labels are not judged here: the schema (doctor) covers those and nothing breaks on them.
+ */
+export function sessionEntryProblem(entry: unknown): SessionEntryProblem | null {
+  if (!isObject(entry)) return { field: '', reason: `the entry is ${describeValue(entry)}, not an object` };
+  const row = entry as Record<string, unknown>;
+  const sessionId = row.sessionId;
+  if (typeof sessionId !== 'string' || !SESSION_ID_PATTERN.test(sessionId)) {
+    return { field: 'sessionId', reason: `sessionId ${describeValue(sessionId)} is not a valid session id` };
+  }
+  if (row.sessionFile !== undefined) {
+    const problem = transcriptNameProblem(row.sessionFile, sessionId);
+    if (problem !== null) return { field: 'sessionFile', reason: `sessionFile ${problem}` };
+  }
+  if (!isTime(row.updatedAt)) return { field: 'updatedAt', reason: `updatedAt is ${describeValue(row.updatedAt)}, not a time in epoch ms` };
+  for (const field of ['sessionStartedAt', 'lastInteractionAt'] as const) {
+    const value = row[field];
+    if (value !== undefined && value !== null && !isTime(value)) return { field, reason: `${field} is ${describeValue(value)}, not a time in epoch ms` };
+  }
+  for (const field of ['origin', 'deliveryContext', 'activeRun', 'queueOwner', 'pendingReset'] as const) {
+    if (row[field] !== undefined && !isObject(row[field])) return { field, reason: `${field} is ${describeValue(row[field])}, not an object` };
+  }
+  for (const field of ['queue', 'outbox'] as const) {
+    if (row[field] !== undefined && !Array.isArray(row[field])) return { field, reason: `${field} is ${describeValue(row[field])}, not a list` };
+  }
+  if (row.pendingReset !== undefined) {
+    // A deferred rotation installs these as the entry's sessionId/sessionFile later.
+    const pending = row.pendingReset as Record<string, unknown>;
+    if (typeof pending.newSessionId !== 'string' || !SESSION_ID_PATTERN.test(pending.newSessionId)) {
+      return { field: 'pendingReset.newSessionId', reason: `pendingReset.newSessionId ${describeValue(pending.newSessionId)} is not a valid session id` };
+    }
+    const problem = transcriptNameProblem(pending.newSessionFile, pending.newSessionId);
+    if (problem !== null) return { field: 'pendingReset.newSessionFile', reason: `pendingReset.newSessionFile ${problem}` };
+  }
+  return null;
+}
+
+/** A bad entry is STORE_CORRUPT for that entry only (exit 65); the rest of the store is usable. */
+export function unusableEntryError(storePath: string, sessionKey: string, problem: SessionEntryProblem): SwitchboardError {
+  const shownKey = sessionKey.length > 200 ? `${sessionKey.slice(0, 197)}...` : sessionKey;
+  return new SwitchboardError('STORE_CORRUPT', `the entry of ${shownKey} in ${storePath} cannot be used: ${problem.reason}; it was left as it is`, {
+    hint: 'run `switchboard doctor` to see every such entry; fix or remove it by hand (`switchboard sessions delete KEY` archives its transcript)',
+    details: { path: storePath, sessionKey, field: problem.field, reason: problem.reason },
+  });
+}
+
+/** The entry, checked: returns it typed, or throws STORE_CORRUPT for this entry. */
+export function checkSessionEntry(storePath: string, sessionKey: string, entry: unknown): SessionEntry {
+  const problem = sessionEntryProblem(entry);
+  if (problem !== null) throw unusableEntryError(storePath, sessionKey, problem);
+  return entry as SessionEntry;
+}
+
+/** The transcript file name of a checked entry: its sessionFile, else `<sessionId>.jsonl` (entries of other tools). */
+export function entryTranscriptName(entry: SessionEntry): string {
+  return typeof entry.sessionFile === 'string' ? entry.sessionFile : `${entry.sessionId}${TRANSCRIPT_SUFFIX}`;
+}
+
+/** The sessionFile grammar of sessions.schema.json: a transcript of some session. */
+const TRANSCRIPT_FILE_NAME = /^[a-z0-9][a-z0-9._-]{0,127}(-topic-[A-Za-z0-9_.!~*'()%-]+)?\.jsonl$/;
+
+/** Whether `name` may be a transcript at all (of any session). */
+export function isTranscriptFileName(name: unknown): name is string {
+  return typeof name === 'string' && Buffer.byteLength(name, 'utf8') <= MAX_FILE_NAME_BYTES && TRANSCRIPT_FILE_NAME.test(name);
+}

@@ -3,13 +3,14 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
-import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { copyFile, link, lstat, mkdir, open, realpath, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../core/index.js';
 import { withLock, type LockHandle } from './lock.js';
 import { memoryVolumeFor } from './memory-volume.js';
 import { DIR_MODE, FILE_MODE, resolveInside } from './paths.js';
+import { fileKindOf, notRegularFileError, readRegularFile, type FileKind } from './regular-file.js';
 import type { SessionStore } from './session-entry.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -21,6 +22,8 @@ export interface FileIdentity {
   mtimeMs: number;
   ctimeMs: number;
   ino: number;
+  /** What the name itself is (never a link's target); absent means a regular file. */
+  kind?: FileKind;
 }
 
 /**
@@ -31,7 +34,9 @@ export interface FileIdentity {
  * `replaceAtomically` is the library, `writeWholeFile` is the data write it performs through us.
  */
 export interface StoreFileSystem {
+  /** A regular file's bytes; a link, FIFO or other non-regular file is STORE_CORRUPT, never followed or waited on. */
   readFile(filePath: string): Promise<Buffer>;
+  /** Of the name itself (lstat): a link is reported as a link, not as what it points at. */
   stat(filePath: string): Promise<FileIdentity>;
   /** mkdir -p with `mode` for created folders. */
   mkdir(dirPath: string, mode: number): Promise<void>;
@@ -53,10 +58,10 @@ export interface StoreFileSystem {
 }
 
 export const nodeStoreFileSystem: StoreFileSystem = {
-  readFile: (filePath) => readFile(filePath),
+  readFile: (filePath) => readRegularFile(filePath),
   stat: async (filePath) => {
-    const stats = await stat(filePath);
-    return { size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs, ino: stats.ino };
+    const stats = await lstat(filePath);
+    return { size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs, ino: stats.ino, kind: fileKindOf(stats) };
   },
   mkdir: async (dirPath, mode) => {
     await mkdir(dirPath, { recursive: true, mode });
@@ -99,7 +104,30 @@ export const nodeStoreFileSystem: StoreFileSystem = {
     // size-limited tmpfs). So it gets empty data and we fill the temp in its `tmpfileCreated`
     // hook, which it awaits after opening the temp and before its (no-op) write, fsync, chmod
     // and rename; its finally-block still removes the temp on any failure.
-    await writeFileAtomic(targetPath, '', { mode, fsync: true, tmpfileCreated: fillTemp });
+    //
+    // write-file-atomic also resolves the target with realpath() and renames over what a symlink
+    // points at, so a link must be refused here: before (lstat of the name), and again in the
+    // hook, where a temp that is not next to the name means realpath() went somewhere else
+    // (a link swapped in meanwhile); throwing there leaves the target untouched.
+    const kind = await lstat(targetPath).then(fileKindOf, (err: unknown) => {
+      if (errnoOf(err) === 'ENOENT') return null;
+      throw err;
+    });
+    if (kind !== null && kind !== 'file') throw notRegularFileError(targetPath, kind);
+    // Its temp is `<realpath of the target>.<uint32>`, or `<target>.<uint32>` for a new file.
+    const dirs = new Set([path.dirname(path.resolve(targetPath)), await realpath(path.dirname(targetPath))]);
+    const baseName = path.basename(targetPath);
+    await writeFileAtomic(targetPath, '', {
+      mode,
+      fsync: true,
+      tmpfileCreated: async (tempPath: string) => {
+        const tempName = path.basename(tempPath);
+        if (!dirs.has(path.dirname(tempPath)) || !tempName.startsWith(`${baseName}.`) || !/^\d+$/.test(tempName.slice(baseName.length + 1))) {
+          throw notRegularFileError(targetPath, 'symlink');
+        }
+        await fillTemp(tempPath);
+      },
+    });
   },
 };
 

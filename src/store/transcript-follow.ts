@@ -1,7 +1,8 @@
 // `sessions transcript --follow`: reads records appended after a byte offset as they arrive,
 // keeping a partial last line until it is complete.
 
-import { promises as fsp } from 'node:fs';
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { openRegularFile } from './regular-file.js';
 import type { TranscriptRecord } from './transcript.js';
 
 const POLL_MS = 200;
@@ -14,7 +15,7 @@ export async function followTranscript(file: string, offset: number, onRecord: (
     const stat = await fsp.stat(file).catch(() => null);
     if (stat === null) return; // rotated or deleted: this instance is over
     if (stat.size > position) {
-      const handle = await fsp.open(file, 'r');
+      const handle = await openRegularFile(file, fsConstants.O_RDONLY); // never through a link
       try {
         const buffer = Buffer.alloc(stat.size - position);
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);

@@ -209,7 +209,8 @@ describe('the write lock', () => {
 });
 
 describe('write errors', () => {
-  test('ENOSPC at append (/dev/full) is an IO error (exit 74) and harms nothing else', async () => {
+  test('a transcript that is a link (here to /dev/full) is STORE_CORRUPT (exit 65), never written through, and harms nothing else', async () => {
+    // (store files are opened without following links: the append never reaches /dev/full)
     const dir = tempDir();
     const healthy = path.join(dir, 'healthy.jsonl');
     await appendToTranscript(healthy, { type: 'custom', n: 1 }, { session, clock });
@@ -218,8 +219,8 @@ describe('write errors', () => {
     symlinkSync('/dev/full', full);
 
     await assert.rejects(appendToTranscript(full, { type: 'custom', n: 1 }, { session, clock }), (err: unknown) => {
-      assert.ok(isCode('IO', 74)(err));
-      assert.equal((err as SwitchboardError).details?.errno, 'ENOSPC');
+      assert.ok(isCode('STORE_CORRUPT', 65)(err));
+      assert.equal((err as SwitchboardError).details?.fileKind, 'symlink');
       return true;
     });
     assert.deepEqual(readdirSync(dir).sort(), ['full.jsonl', 'healthy.jsonl'], 'no lock or temp file left');
@@ -229,17 +230,17 @@ describe('write errors', () => {
     assert.deepEqual(entries.map((e) => e.n), [1, 2]);
   });
 
-  test('a transcript path that cannot be created is an IO error (exit 74)', async () => {
+  test('a transcript path that cannot be created is an IO error (exit 74); a folder in its place is STORE_CORRUPT (exit 65)', async () => {
     const dir = tempDir();
     writeFileSync(path.join(dir, 'a-file'), '');
     const file = path.join(dir, 'a-file', 'x.jsonl');
     // (lock and transcript share the folder, so here the lock fails first — with the same code)
     await assert.rejects(appendToTranscript(file, { type: 'custom' }, { session }), isCode('IO', 74));
-    // the lock can be taken but the transcript cannot be opened for appending
+    // the lock can be taken but a folder is where the transcript belongs: not a regular file
     mkdirSync(path.join(dir, 'a-directory'));
     await assert.rejects(appendToTranscript(path.join(dir, 'a-directory'), { type: 'custom' }, { session }), (err: unknown) => {
-      assert.ok(isCode('IO', 74)(err));
-      assert.equal((err as SwitchboardError).details?.errno, 'EISDIR');
+      assert.ok(isCode('STORE_CORRUPT', 65)(err));
+      assert.equal((err as SwitchboardError).details?.fileKind, 'directory');
       return true;
     });
     assert.deepEqual(readdirSync(dir).sort(), ['a-directory', 'a-file']);

@@ -1,0 +1,133 @@
+// Store files are regular files, opened without following links: a symlink (wherever it points),
+// a FIFO, a socket or a device where a store file belongs is STORE_CORRUPT — never written through, never waited on.
+
+import { constants as fsConstants, promises as fsp, type Stats } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { SwitchboardError, errnoOf } from '../core/index.js';
+
+export type FileKind = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'character-device' | 'block-device' | 'other';
+
+/**
+ * Added to every open of a store file. O_NOFOLLOW: a symlink as the last component fails (ELOOP)
+ * instead of being followed. O_NONBLOCK: opening a FIFO returns at once instead of waiting for a
+ * writer, so the fstat check below can refuse it; it changes nothing for regular files.
+ */
+export const STORE_OPEN_FLAGS = (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0);
+
+export function fileKindOf(stats: Pick<Stats, 'isFile' | 'isDirectory' | 'isSymbolicLink' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice'>): FileKind {
+  if (stats.isFile()) return 'file';
+  if (stats.isDirectory()) return 'directory';
+  if (stats.isSymbolicLink()) return 'symlink';
+  if (stats.isFIFO()) return 'fifo';
+  if (stats.isSocket()) return 'socket';
+  if (stats.isCharacterDevice()) return 'character-device';
+  if (stats.isBlockDevice()) return 'block-device';
+  return 'other';
+}
+
+const KIND_WORDS: Record<FileKind, string> = {
+  file: 'a regular file',
+  directory: 'a directory',
+  symlink: 'a symbolic link',
+  fifo: 'a FIFO (named pipe)',
+  socket: 'a socket',
+  'character-device': 'a character device',
+  'block-device': 'a block device',
+  other: 'not a regular file',
+};
+
+export function describeFileKind(kind: FileKind): string {
+  return KIND_WORDS[kind];
+}
+
+/** What a store file that is not a regular file is: STORE_CORRUPT for that file (exit 65). */
+export function notRegularFileError(file: string, kind: FileKind): SwitchboardError {
+  return new SwitchboardError('STORE_CORRUPT', `${file} is ${describeFileKind(kind)}, not a regular file; switchboard never follows links or waits on pipes in its store`, {
+    hint: 'run `switchboard doctor` to list such files; `switchboard doctor --repair` moves them aside, keeping a copy of their bytes',
+    details: { path: file, fileKind: kind },
+  });
+}
+
+/** The kind of what is at `file` without following a link; null when nothing is there. */
+export async function lstatKind(file: string): Promise<FileKind | null> {
+  try {
+    return fileKindOf(await fsp.lstat(file));
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/**
+ * Opens a store file that must be a regular file. Errors that are the kernel's view of a
+ * non-regular file (ELOOP for a link under O_NOFOLLOW, EISDIR, ENXIO for a socket or a FIFO
+ * without reader) are classified with lstat and become STORE_CORRUPT; ENOENT and the rest are
+ * rethrown as they are, for the caller to map.
+ */
+export async function openRegularFile(file: string, flags: number, mode?: number, options: { throughLink?: boolean } = {}): Promise<FileHandle> {
+  let fh: FileHandle;
+  try {
+    // throughLink: only doctor, to keep a copy of what a link points at; a FIFO is still refused.
+    fh = await fsp.open(file, flags | (options.throughLink === true ? (fsConstants.O_NONBLOCK ?? 0) : STORE_OPEN_FLAGS), mode);
+  } catch (err) {
+    const errno = errnoOf(err);
+    if (options.throughLink !== true && (errno === 'ELOOP' || errno === 'EISDIR' || errno === 'ENXIO' || errno === 'EEXIST')) {
+      const kind = await lstatKind(file).catch(() => null);
+      if (kind !== null && kind !== 'file') throw notRegularFileError(file, kind);
+    }
+    throw err;
+  }
+  try {
+    const kind = fileKindOf(await fh.stat());
+    if (kind !== 'file') throw notRegularFileError(file, kind);
+  } catch (err) {
+    await fh.close().catch(() => undefined);
+    throw err;
+  }
+  return fh;
+}
+
+/** Whole contents of a regular store file (small files: sessions.json and its copies). */
+export async function readRegularFile(file: string): Promise<Buffer> {
+  const fh = await openRegularFile(file, fsConstants.O_RDONLY);
+  try {
+    return await fh.readFile();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Copies a regular file's bytes into a new regular file (`O_EXCL`, never through a link at
+ * `destination`) and fsyncs it. Used to keep originals: a copy, never a hard link, so a kept
+ * "original" can never be a link to something else. EEXIST at the destination is rethrown.
+ * `throughLink` reads what a symlink at `source` points at (doctor keeping a link's bytes); the
+ * destination is never followed.
+ */
+export async function copyRegularFile(source: string, destination: string, mode: number, options: { throughLink?: boolean } = {}): Promise<void> {
+  const input = await openRegularFile(source, fsConstants.O_RDONLY, undefined, options);
+  try {
+    const output = await fsp.open(destination, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | STORE_OPEN_FLAGS, mode);
+    let done = false;
+    try {
+      const buffer = Buffer.alloc(1024 * 1024);
+      for (;;) {
+        const { bytesRead } = await input.read(buffer, 0, buffer.length, null);
+        if (bytesRead === 0) break;
+        let offset = 0;
+        while (offset < bytesRead) {
+          const { bytesWritten } = await output.write(buffer, offset, bytesRead - offset);
+          if (bytesWritten <= 0) throw Object.assign(new Error(`no progress writing ${destination}`), { code: 'EIO' });
+          offset += bytesWritten;
+        }
+      }
+      await output.sync();
+      done = true;
+    } finally {
+      await output.close().catch(() => undefined);
+      if (!done) await fsp.unlink(destination).catch(() => undefined);
+    }
+  } finally {
+    await input.close().catch(() => undefined);
+  }
+}

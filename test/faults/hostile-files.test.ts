@@ -1,0 +1,316 @@
+// Hostile neighbours in the sessions folder: store files replaced by symlinks that point outside
+// the state dir, by FIFOs, and sessions.json entries of the wrong shape. Real files, real links,
+// real FIFOs (mkfifo) and the real CLI. Nothing outside the state dir may change, nothing may
+// hang (every child runs under a kill timer and must have exited by itself), errors carry their
+// documented code, and doctor finds and repairs it all while keeping originals as real copies.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { jsonLines, runCli, tempDir, writeJson, type CliResult } from '../helpers.js';
+
+/** Generous: a command that waits on a FIFO is killed by this and fails the "exited by itself" check. */
+const KILL_AFTER_MS = 15_000;
+const REPAIR_NOW = '2026-11-30T12:00:00Z';
+const BACKUP_TS = '2026-11-30T12-00-00.000Z';
+
+interface State {
+  state: string;
+  config: string;
+  dir: string;
+  storePath: string;
+  /** A folder outside the state dir that links point into. */
+  outside: string;
+}
+
+function newState(): State {
+  const state = tempDir('sb-hostile-');
+  const config = writeJson(path.join(state, 'c.json'), { session: { dmScope: 'per-peer' } });
+  const dir = path.join(state, 'agents', 'main', 'sessions');
+  return { state, config, dir, storePath: path.join(dir, 'sessions.json'), outside: tempDir('sb-outside-') };
+}
+
+async function cli(s: State, ...args: string[]): Promise<CliResult> {
+  const r = await runCli([...args, '--state-dir', s.state, '--config', s.config], { timeoutMs: KILL_AFTER_MS });
+  assert.equal(r.signal, null, `switchboard ${args.join(' ')} exited by itself (no wait on a FIFO): ${r.stderr}`);
+  return r;
+}
+
+/** From a file, so that the lines form one batch. */
+async function ingest(s: State, messages: Record<string, unknown>[]): Promise<{ code: number | null; events: any[]; stderr: string }> {
+  const input = path.join(s.state, `input-${Math.random().toString(36).slice(2)}.ndjson`);
+  fs.writeFileSync(input, `${messages.map((m) => JSON.stringify(m)).join('\n')}\n`);
+  const r = await cli(s, 'ingest', input, '--json');
+  fs.unlinkSync(input);
+  return { code: r.code, events: jsonLines(r.stdout), stderr: r.stderr };
+}
+
+const say = (peer: string, text: string) => ({ channel: 'telegram', peer: `direct:${peer}`, text });
+const keyOf = (peer: string) => `agent:main:direct:${peer}`;
+
+/** A store with one session per peer, written by the real CLI. */
+async function seeded(peers: string[]): Promise<State> {
+  const s = newState();
+  const first = await ingest(s, peers.map((p) => say(p, `hello from ${p}`)));
+  assert.equal(first.code, 0, first.stderr);
+  // A second write, so that sessions.json.bak exists.
+  const second = await ingest(s, [say(peers[0]!, 'again')]);
+  assert.equal(second.code, 0, second.stderr);
+  return s;
+}
+
+function readStore(s: State): Record<string, any> {
+  return JSON.parse(fs.readFileSync(s.storePath, 'utf8'));
+}
+
+/** Bytes and mtime of every file under a folder: proves nothing there was written. */
+function snapshot(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const name of fs.readdirSync(dir).sort()) {
+    const full = path.join(dir, name);
+    const stats = fs.lstatSync(full);
+    out.set(name, `${stats.mtimeMs} ${stats.size} ${stats.isFile() ? fs.readFileSync(full).toString('base64') : 'not-a-file'}`);
+  }
+  return out;
+}
+
+function mkfifo(file: string): void {
+  const r = spawnSync('mkfifo', ['-m', '600', file]);
+  assert.equal(r.status, 0, `mkfifo ${file}: ${r.stderr?.toString()}`);
+}
+
+function errorOf(r: CliResult): { code: string; message: string; hint?: string } {
+  return JSON.parse(r.stderr.trim().split('\n').at(-1)!).error;
+}
+
+async function doctor(s: State, ...args: string[]): Promise<{ code: number | null; report: any }> {
+  const r = await cli(s, 'doctor', '--json', ...args);
+  assert.ok(r.stdout.trim() !== '', `doctor printed a report (exit ${r.code}): ${r.stderr}`);
+  return { code: r.code, report: jsonLines(r.stdout)[0] };
+}
+
+function problemsOf(report: any): any[] {
+  return report.stores.flatMap((store: any) => store.problems);
+}
+
+function kindsAndFiles(report: any): string[] {
+  return problemsOf(report).map((p: any) => `${p.kind} ${path.basename(p.file)}`).sort();
+}
+
+const isLink = (file: string) => fs.lstatSync(file).isSymbolicLink();
+const isRegular = (file: string) => fs.lstatSync(file).isFile();
+
+// Independent stores: run side by side to keep the file short.
+describe('links and FIFOs in place of store files', { concurrency: 2 }, () => {
+  test('sessions.json as a symlink to a file outside the state dir: STORE_CORRUPT, never written through; doctor --repair keeps a real copy and replaces the link', async () => {
+    const s = await seeded(['a', 'b']);
+    const target = path.join(s.outside, 'registry.json');
+    fs.copyFileSync(s.storePath, target);
+    const targetBytes = fs.readFileSync(target);
+    fs.unlinkSync(s.storePath);
+    fs.symlinkSync(target, s.storePath);
+    const outsideBefore = snapshot(s.outside);
+
+    const refused = await ingest(s, [say('a', 'through the link?')]);
+    assert.equal(refused.code, 65, refused.stderr);
+    assert.deepEqual(refused.events.map((e) => [e.type, e.code]), [['error', 'STORE_CORRUPT']]);
+    const listed = await cli(s, 'sessions', '--json');
+    assert.equal(listed.code, 65);
+    assert.equal(errorOf(listed).code, 'STORE_CORRUPT');
+    assert.match(errorOf(listed).hint ?? '', /switchboard doctor/);
+    assert.ok(isLink(s.storePath), 'the link is left as it was');
+    assert.deepEqual(snapshot(s.outside), outsideBefore, 'nothing outside the state dir changed');
+
+    const checked = await doctor(s);
+    assert.equal(checked.code, 65);
+    assert.ok(kindsAndFiles(checked.report).includes('not-regular-file sessions.json'), kindsAndFiles(checked.report).join(', '));
+    assert.ok(isLink(s.storePath), 'a check writes nothing');
+
+    const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+    assert.equal(repaired.code, 0, JSON.stringify(problemsOf(repaired.report)));
+    assert.ok(isRegular(s.storePath), 'sessions.json is a regular file again');
+    const kept = `${s.storePath}.corrupt-${BACKUP_TS}`;
+    assert.ok(isRegular(kept), 'the original is kept as a real file, not as a link');
+    assert.deepEqual(fs.readFileSync(kept), targetBytes, 'with the bytes the link pointed at');
+    assert.deepEqual(Object.keys(readStore(s)).sort(), [keyOf('a'), keyOf('b')]);
+    assert.deepEqual(snapshot(s.outside), outsideBefore, 'the repair changed nothing outside the state dir');
+
+    const after = await ingest(s, [say('a', 'now on a real file')]);
+    assert.equal(after.code, 0, after.stderr);
+    assert.deepEqual(snapshot(s.outside), outsideBefore);
+  });
+
+  test('sessions.json as a FIFO: commands fail at once with STORE_CORRUPT; doctor reports it and --repair restores the store', async () => {
+    const s = await seeded(['a', 'b']);
+    fs.unlinkSync(s.storePath);
+    mkfifo(s.storePath);
+
+    const refused = await ingest(s, [say('a', 'into a pipe?')]);
+    assert.equal(refused.code, 65, refused.stderr);
+    assert.deepEqual(refused.events.map((e) => [e.type, e.code]), [['error', 'STORE_CORRUPT']]);
+    for (const args of [['sessions', '--json'], ['sessions', 'show', keyOf('a'), '--json'], ['reset', keyOf('a'), '--json']]) {
+      const r = await cli(s, ...args);
+      assert.equal(r.code, 65, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(errorOf(r).code, 'STORE_CORRUPT', args.join(' '));
+    }
+    assert.ok(fs.lstatSync(s.storePath).isFIFO());
+
+    const checked = await doctor(s);
+    assert.equal(checked.code, 65);
+    assert.ok(kindsAndFiles(checked.report).includes('not-regular-file sessions.json'), kindsAndFiles(checked.report).join(', '));
+
+    const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+    assert.equal(repaired.code, 0, JSON.stringify(problemsOf(repaired.report)));
+    assert.ok(isRegular(s.storePath));
+    assert.deepEqual(Object.keys(readStore(s)).sort(), [keyOf('a'), keyOf('b')]);
+    const listed = await cli(s, 'sessions', '--json');
+    assert.equal(listed.code, 0, listed.stderr);
+  });
+
+  test('a transcript as a symlink to a file outside: an error for that session only, never written through; doctor --repair keeps a real copy', async () => {
+    const s = await seeded(['a', 'b']);
+    const aFile = path.join(s.dir, readStore(s)[keyOf('a')].sessionFile);
+    const target = path.join(s.outside, 'notes.jsonl');
+    fs.copyFileSync(aFile, target);
+    const targetBytes = fs.readFileSync(target);
+    fs.unlinkSync(aFile);
+    fs.symlinkSync(target, aFile);
+    const outsideBefore = snapshot(s.outside);
+
+    const mixed = await ingest(s, [say('a', 'through the link?'), say('b', 'a normal message')]);
+    assert.equal(mixed.code, 65, mixed.stderr);
+    assert.deepEqual(mixed.events.map((e) => [e.line, e.type, e.code ?? null]), [[1, 'error', 'STORE_CORRUPT'], [2, 'result', null]]);
+    for (const args of [['sessions', 'show', keyOf('a'), '--json'], ['sessions', 'transcript', keyOf('a'), '--json']]) {
+      const r = await cli(s, ...args);
+      assert.equal(r.code, 65, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(errorOf(r).code, 'STORE_CORRUPT', args.join(' '));
+    }
+    assert.ok(isLink(aFile));
+    assert.deepEqual(snapshot(s.outside), outsideBefore, 'nothing outside the state dir changed');
+
+    const checked = await doctor(s);
+    assert.equal(checked.code, 65);
+    assert.ok(kindsAndFiles(checked.report).includes(`not-regular-file ${path.basename(aFile)}`), kindsAndFiles(checked.report).join(', '));
+
+    const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+    assert.equal(repaired.code, 0, JSON.stringify(problemsOf(repaired.report)));
+    const kept = `${aFile}.bak-${BACKUP_TS}`;
+    assert.ok(isRegular(kept), 'the original is kept as a real file');
+    assert.deepEqual(fs.readFileSync(kept), targetBytes);
+    assert.ok(isRegular(aFile), 'the session has a real transcript again');
+    assert.deepEqual(snapshot(s.outside), outsideBefore, 'the repair changed nothing outside the state dir');
+    const after = await ingest(s, [say('a', 'now on a real file')]);
+    assert.equal(after.code, 0, after.stderr);
+    assert.deepEqual(snapshot(s.outside), outsideBefore);
+  });
+
+  test('a transcript as a FIFO: an error for that session only, nobody waits; doctor --repair replaces it', async () => {
+    const s = await seeded(['a', 'b']);
+    const aFile = path.join(s.dir, readStore(s)[keyOf('a')].sessionFile);
+    fs.unlinkSync(aFile);
+    mkfifo(aFile);
+
+    const mixed = await ingest(s, [say('a', 'into a pipe?'), say('b', 'a normal message')]);
+    assert.equal(mixed.code, 65, mixed.stderr);
+    assert.deepEqual(mixed.events.map((e) => [e.line, e.type, e.code ?? null]), [[1, 'error', 'STORE_CORRUPT'], [2, 'result', null]]);
+    for (const args of [['sessions', 'show', keyOf('a'), '--json'], ['sessions', 'transcript', keyOf('a'), '--json']]) {
+      const r = await cli(s, ...args);
+      assert.equal(r.code, 65, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(errorOf(r).code, 'STORE_CORRUPT', args.join(' '));
+    }
+    const listed = await cli(s, 'sessions', '--json');
+    assert.equal(listed.code, 0, listed.stderr);
+
+    const checked = await doctor(s);
+    assert.equal(checked.code, 65);
+    assert.ok(kindsAndFiles(checked.report).includes(`not-regular-file ${path.basename(aFile)}`), kindsAndFiles(checked.report).join(', '));
+    const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+    assert.equal(repaired.code, 0, JSON.stringify(problemsOf(repaired.report)));
+    assert.ok(isRegular(aFile));
+    const after = await ingest(s, [say('a', 'now on a real file')]);
+    assert.equal(after.code, 0, after.stderr);
+  });
+
+  test('sessions.json.bak as a symlink to a file outside: the next write replaces the link, never the file it points at; doctor reports it', async () => {
+    const s = await seeded(['a']);
+    const target = path.join(s.outside, 'old-registry.json');
+    fs.writeFileSync(target, '{"not": "yours"}\n');
+    const bak = `${s.storePath}.bak`;
+    fs.unlinkSync(bak);
+    fs.symlinkSync(target, bak);
+    const outsideBefore = snapshot(s.outside);
+
+    const checked = await doctor(s);
+    assert.equal(checked.code, 65);
+    assert.ok(kindsAndFiles(checked.report).includes('not-regular-file sessions.json.bak'), kindsAndFiles(checked.report).join(', '));
+    const written = await ingest(s, [say('a', 'one more')]);
+    assert.equal(written.code, 0, written.stderr);
+    assert.ok(isRegular(bak), 'the backup is a real file again');
+    assert.deepEqual(snapshot(s.outside), outsideBefore, 'nothing outside the state dir changed');
+  });
+});
+
+describe('entries of the wrong shape', () => {
+  test('a bad entry is STORE_CORRUPT for that entry only: never a crash, never a write into the wrong file', async () => {
+    const peers = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const s = await seeded(peers);
+    const store = readStore(s);
+    const bId = store[keyOf('b')].sessionId as string;
+    // a: names the registry; b: a number; c: a date in words; d: an archive of its own transcript;
+    // e: a sessionId that climbs out; f: healthy.
+    store[keyOf('a')].sessionFile = 'sessions.json';
+    store[keyOf('b')].sessionFile = 5;
+    store[keyOf('c')].updatedAt = 'yesterday';
+    store[keyOf('d')].sessionFile = `${store[keyOf('d')].sessionId}.jsonl.reset.2026-01-01T00-00-00.000Z`;
+    store[keyOf('e')].sessionId = '../../../evil';
+    fs.writeFileSync(s.storePath, `${JSON.stringify(store, null, 2)}\n`);
+    const bad = ['a', 'b', 'c', 'd', 'e'];
+    const badEntries = Object.fromEntries(bad.map((p) => [keyOf(p), store[keyOf(p)]]));
+    const stateBefore = fs.readdirSync(path.dirname(s.state)).length;
+
+    const r = await ingest(s, peers.map((p) => say(p, `to ${p}`)));
+    assert.notEqual(r.code, 1, r.stderr);
+    assert.equal(r.code, 65, r.stderr);
+    assert.deepEqual(
+      r.events.map((e) => [e.line, e.type, e.code ?? null]),
+      [...bad.map((_, i) => [i + 1, 'error', 'STORE_CORRUPT']), [6, 'result', null]],
+    );
+    const after = readStore(s); // still parses: nothing was appended to it
+    for (const p of bad) assert.deepEqual(after[keyOf(p)], badEntries[keyOf(p)], `${p}: the bad entry is left as it was`);
+    assert.equal(fs.readdirSync(path.dirname(s.state)).length, stateBefore, 'nothing was created next to the state dir');
+    assert.ok(!fs.existsSync(path.join(s.dir, '5')));
+    assert.ok(!fs.readdirSync(s.dir).some((n) => n.startsWith('sessions.json.reset')), 'the registry was never archived');
+    void bId;
+
+    // Listing shows every row (the bad ones marked), show names the problem, nothing crashes.
+    const listed = await cli(s, 'sessions', '--json');
+    assert.equal(listed.code, 0, listed.stderr);
+    const rows = JSON.parse(listed.stdout).sessions;
+    assert.equal(rows.length, peers.length);
+    for (const row of rows) assert.equal(typeof row.problem === 'string', bad.some((p) => row.key === keyOf(p)), row.key);
+    const text = await cli(s, 'sessions');
+    assert.equal(text.code, 0, text.stderr);
+    // One command per bad entry, so that each kind of use is tried on some bad shape.
+    const uses = [['sessions', 'show'], ['sessions', 'show', '--json'], ['reset', '--json'], ['sessions', 'transcript', '--json'], ['sessions', 'pin', '--json']];
+    for (const [i, p] of bad.entries()) {
+      const args = [...uses[i]!, keyOf(p)];
+      const used = await cli(s, ...args);
+      assert.equal(used.code, 65, `${args.join(' ')}: ${used.stderr}`);
+    }
+    assert.ok(!fs.readdirSync(s.dir).some((n) => n.startsWith('sessions.json.reset')), 'reset never archives the registry');
+    const cleanup = await cli(s, 'sessions', 'cleanup', '--enforce', '--fix-missing', '--json');
+    assert.notEqual(cleanup.code, 1, cleanup.stderr);
+    assert.ok(fs.existsSync(s.storePath) && !fs.readdirSync(s.dir).some((n) => n.startsWith('sessions.json.deleted')), 'cleanup never archives the registry');
+
+    const checked = await doctor(s);
+    assert.equal(checked.code, 65);
+    const invalid = problemsOf(checked.report).filter((p: any) => p.kind === 'invalid-entry').map((p: any) => p.sessionKey).sort();
+    assert.deepEqual(invalid, bad.map(keyOf).filter((k) => Object.hasOwn(readStore(s), k)).sort());
+    const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+    assert.notEqual(repaired.code, 1);
+    assert.ok(!fs.readdirSync(s.dir).some((n) => n === '5' || n.startsWith('sessions.json.reset')));
+    JSON.parse(fs.readFileSync(s.storePath, 'utf8'));
+  });
+});
