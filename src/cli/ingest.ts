@@ -4,7 +4,7 @@
 
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { SwitchboardError, readNdjson, type NdjsonLine } from '../core/index.js';
+import { DEFAULT_MAX_BATCH_BYTES, SwitchboardError, batchLength, lineChars, maxBatchBytesFrom, readNdjson, type NdjsonLine } from '../core/index.js';
 import {
   configureQueue,
   exitCodeFor,
@@ -81,18 +81,31 @@ Examples:
     .action(hooks.action((ctx: CliContext, text: string) => runSend(ctx, text)));
 }
 
-/** Feeds NDJSON lines to the engine in batches while the next lines are read. */
-export async function ingestStream(engine: EngineContext, input: AsyncIterable<Buffer | string>, onEvents: (events: IngestEvent[]) => Promise<void>): Promise<void> {
+/**
+ * Feeds NDJSON lines to the engine in batches while the next lines are read. A batch is bounded
+ * in lines and in bytes (maxBatchBytes, default 64 MiB), and so is what is read ahead, so a
+ * stream of large messages becomes several batches instead of one too large to write.
+ */
+export async function ingestStream(
+  engine: EngineContext,
+  input: AsyncIterable<Buffer | string>,
+  onEvents: (events: IngestEvent[]) => Promise<void>,
+  maxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
+): Promise<void> {
   const pending: NdjsonLine[] = [];
+  let pendingBytes = 0;
   let readDone = false;
   let readError: unknown;
   let wakeProcessor: (() => void) | undefined;
   let wakeReader: (() => void) | undefined;
 
   const reading = readNdjson(input, async (lines) => {
-    for (const line of lines) pending.push(line);
+    for (const line of lines) {
+      pending.push(line);
+      pendingBytes += lineChars(line);
+    }
     wakeProcessor?.();
-    while (pending.length > READ_AHEAD_LINES) await new Promise<void>((resolve) => (wakeReader = resolve));
+    while (pending.length > READ_AHEAD_LINES || pendingBytes > 2 * maxBatchBytes) await new Promise<void>((resolve) => (wakeReader = resolve));
   }).then(
     () => {
       readDone = true;
@@ -112,7 +125,8 @@ export async function ingestStream(engine: EngineContext, input: AsyncIterable<B
       wakeProcessor = undefined;
       continue;
     }
-    const batch = pending.splice(0, MAX_BATCH_LINES);
+    const batch = pending.splice(0, batchLength(pending, MAX_BATCH_LINES, maxBatchBytes));
+    for (const line of batch) pendingBytes -= lineChars(line);
     wakeReader?.();
     wakeReader = undefined;
     await onEvents(await ingestBatch(engine, batch));
@@ -159,6 +173,7 @@ function anyRunnerConfigured(engine: EngineContext): boolean {
 }
 
 async function runIngest(ctx: CliContext, file: string | undefined): Promise<number> {
+  const maxBatchBytes = maxBatchBytesFrom(ctx.streams.env);
   const engine = await ctx.engine();
   const wait = startQueue(ctx, engine);
   if (wait) await resumeOrphanedQueues(engine);
@@ -186,7 +201,7 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
     }
     await out.flush();
     exitCode = exitCodeFor(events, exitCode);
-  });
+  }, maxBatchBytes);
   await out.flush();
   if (wait) await waitForQueueWork(engine);
   // A one-line summary for a person at a terminal; scripts read the events.

@@ -2,7 +2,7 @@
 // NDJSON inputs to route objects; explain prints the tier-by-tier trace as a tree or JSON.
 
 import type { Command } from 'commander';
-import { SwitchboardError, describeLineError, readNdjson, toSwitchboardError } from '../core/index.js';
+import { SwitchboardError, describeLineError, jsonDepthExceeds, readNdjson, toSwitchboardError } from '../core/index.js';
 import { explainFully, explanationJson, type InstanceAndTime } from '../engine/index.js';
 import { normalizeRouteInput, resolveRoute, type RouteExplanation, type RouteInput } from '../routing/index.js';
 import type { CliContext } from './context.js';
@@ -86,6 +86,8 @@ async function runBatch(ctx: CliContext): Promise<number> {
           } catch (err) {
             throw new SwitchboardError('BAD_INPUT', `not JSON: ${(err as Error).message}`);
           }
+          // Error messages quote bad values: one nested thousands of levels deep would overflow the stack.
+          if (jsonDepthExceeds(parsed)) throw new SwitchboardError('BAD_INPUT', describeLineError('too-deep', 0));
           result = JSON.stringify(resolveRoute(table, normalizeRouteInput(parsed)).route);
         } catch (err) {
           const error = toSwitchboardError(err);

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { Command } from 'commander';
-import { SwitchboardError } from '../core/index.js';
+import { SwitchboardError, maxBatchBytesFrom } from '../core/index.js';
 import type { IngestEvent } from '../engine/index.js';
 import { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
@@ -56,6 +56,7 @@ export function socketPathOf(ctx: CliContext, option: string | boolean | undefin
 async function runServe(ctx: CliContext): Promise<number> {
   const flags = ctx.options as unknown as { socket?: string; grace?: string };
   const graceMs = graceOf(flags.grace);
+  const maxBatchBytes = maxBatchBytesFrom(ctx.streams.env);
   const [{ startServer, stopOnSignals }, { VERSION }] = await Promise.all([import('../server/index.js'), import('./main.js')]);
   const line = (text: string): void => {
     ctx.streams.stderr.write(`${text}\n`);
@@ -71,6 +72,7 @@ async function runServe(ctx: CliContext): Promise<number> {
     version: VERSION,
     log: ctx.quiet ? undefined : line,
     warn: line,
+    limits: { maxBatchBytes },
   });
   await stopOnSignals(server, { graceMs });
   return 0;

@@ -1,11 +1,60 @@
 // NDJSON framing shared by every reader of line input (stdin, files, the socket): splits bytes
-// into lines, enforces the per-line cap and rejects invalid UTF-8, reporting each by line number.
+// into lines, enforces the per-line cap and rejects invalid UTF-8, reporting each by line number;
+// and the bounds of an ingest batch (lines, bytes, nesting) shared by the CLI and the server.
+
+import { SwitchboardError } from './errors.js';
 
 export const MAX_LINE_BYTES = 1024 * 1024;
 
+/**
+ * Deepest nesting of objects and arrays accepted in one line. JSON.parse copes with any depth, but
+ * JSON.stringify and every recursive walk after it overflow the stack near 5 000 levels, which
+ * would turn one hostile line into an INTERNAL error; no real message nests anywhere near this.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/**
+ * Most message text one ingest batch holds. A batch's records for one session are written as one
+ * string, and V8 strings end near 512 Mi characters: without a byte bound, large messages that
+ * piled up (behind a lock, or from many clients) made a batch fail as a whole with an IO error.
+ * Counted in characters of the lines (what a string's length limit counts; never more than their
+ * UTF-8 bytes).
+ */
+export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
+
+/** `SWITCHBOARD_MAX_BATCH_BYTES` (a whole number ≥ 1; a single line above it forms a batch of its own), else the default. */
+export function maxBatchBytesFrom(env: Record<string, string | undefined>): number {
+  const raw = env.SWITCHBOARD_MAX_BATCH_BYTES;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_MAX_BATCH_BYTES;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < 1) {
+    throw new SwitchboardError('USAGE', `SWITCHBOARD_MAX_BATCH_BYTES must be a whole number of bytes ≥ 1, got "${raw}"`);
+  }
+  return value;
+}
+
+/** Characters a read line holds (0 for a line that was rejected while reading). */
+export function lineChars(line: NdjsonLine): number {
+  return 'text' in line ? line.text.length : 0;
+}
+
+/** How many of `lines` (from the front) form the next batch: at most maxLines and maxBytes, always at least one. */
+export function batchLength(lines: readonly NdjsonLine[], maxLines: number, maxBytes: number): number {
+  let count = 0;
+  let bytes = 0;
+  while (count < lines.length && count < maxLines) {
+    bytes += lineChars(lines[count]!);
+    if (count > 0 && bytes > maxBytes) break;
+    count++;
+  }
+  return count;
+}
+
+export type LineError = 'too-long' | 'invalid-utf8' | 'too-deep';
+
 export type NdjsonLine =
   | { line: number; text: string }
-  | { line: number; error: 'too-long' | 'invalid-utf8'; bytes: number };
+  | { line: number; error: LineError; bytes: number };
 
 const NEWLINE = 0x0a;
 
@@ -85,8 +134,26 @@ export async function readNdjson(
   if (rest.length > 0) await onLines(rest);
 }
 
-export function describeLineError(error: 'too-long' | 'invalid-utf8', bytes: number, maxLineBytes = MAX_LINE_BYTES): string {
-  return error === 'too-long'
-    ? `line is ${bytes} bytes, over the ${maxLineBytes}-byte cap`
-    : 'line is not valid UTF-8';
+export function describeLineError(error: LineError, bytes: number, maxLineBytes = MAX_LINE_BYTES): string {
+  if (error === 'too-long') return `line is ${bytes} bytes, over the ${maxLineBytes}-byte cap`;
+  if (error === 'too-deep') return `line nests objects/arrays deeper than ${MAX_JSON_DEPTH} levels`;
+  return 'line is not valid UTF-8';
+}
+
+/**
+ * Whether a parsed JSON value nests objects/arrays deeper than `maxDepth` (a top-level object is
+ * depth 1). Iterative, so it cannot overflow the stack itself, and it stops at the first too-deep
+ * value; its cost is one visit per object/array/value, never per character of a string.
+ */
+export function jsonDepthExceeds(value: unknown, maxDepth = MAX_JSON_DEPTH): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const stack: [object, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (depth > maxDepth) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push([child as object, depth + 1]);
+    }
+  }
+  return false;
 }

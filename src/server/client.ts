@@ -8,6 +8,7 @@ import {
   SwitchboardError,
   describeLineError,
   isSwitchboardError,
+  jsonDepthExceeds,
   readNdjson,
   type ErrorCode,
   type NdjsonLine,
@@ -286,6 +287,8 @@ export async function ingestViaSocket(
         let message: unknown;
         try {
           message = JSON.parse(item.text);
+          // Too deep to send (stringifying it would overflow the stack): the engine's parser names it.
+          if (jsonDepthExceeds(message)) throw new Error('too deep');
         } catch {
           await flush();
           let event: IngestEvent;

@@ -52,6 +52,9 @@ export class ClientConnection {
   private readonly closedPromise: Promise<void>;
   private markClosed!: () => void;
   private idleWaiters: (() => void)[] = [];
+  /** A request is in host.handle() (its answer not written yet). */
+  private handling = false;
+  private answeredWaiters: (() => void)[] = [];
 
   constructor(
     readonly socket: net.Socket,
@@ -134,9 +137,11 @@ export class ClientConnection {
           response = parsed.answer;
           this.host.rejected(response);
         } else {
+          this.handling = true;
           response = await this.host.handle(parsed.request, this);
         }
         this.write(encodeLine(response));
+        this.wakeAnswered();
       }
     } finally {
       this.pumping = false;
@@ -170,6 +175,22 @@ export class ClientConnection {
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const wake of waiters) wake();
+  }
+
+  private wakeAnswered(): void {
+    this.handling = false;
+    const waiters = this.answeredWaiters;
+    this.answeredWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * Resolves once the request being handled (if any) has its answer written — even when the client
+   * is gone meanwhile, so a stop can wait for work already started to finish.
+   */
+  whenAnswered(): Promise<void> {
+    if (!this.handling) return Promise.resolve();
+    return new Promise((resolve) => this.answeredWaiters.push(resolve));
   }
 
   /** Resolves once every request read so far has been answered (or the client is gone). */

@@ -1,7 +1,7 @@
 // Group commit for the socket's `ingest` op: requests that arrive while a batch is being stored
 // are combined into the next engine batch, so many clients cost one store update, not one each.
 
-import type { NdjsonLine } from '../core/index.js';
+import { DEFAULT_MAX_BATCH_BYTES, lineChars, type NdjsonLine } from '../core/index.js';
 import type { EngineContext, IngestEvent } from '../engine/index.js';
 
 export type IngestFunction = (engine: EngineContext, lines: NdjsonLine[]) => Promise<IngestEvent[]>;
@@ -9,6 +9,8 @@ export type IngestFunction = (engine: EngineContext, lines: NdjsonLine[]) => Pro
 interface Waiting {
   engine: EngineContext;
   lines: NdjsonLine[];
+  /** Characters of the request's lines (see DEFAULT_MAX_BATCH_BYTES). */
+  bytes: number;
   resolve: (events: IngestEvent[]) => void;
   reject: (reason: unknown) => void;
 }
@@ -19,11 +21,18 @@ const DEFAULT_MAX_BATCH_LINES = 5_000;
 export class IngestQueue {
   private waiting: Waiting[] = [];
   private running = false;
+  /** Set by close(): why requests not yet handed to the engine are refused. */
+  private refusal?: () => Error;
+  private idleWaiters: (() => void)[] = [];
 
   constructor(
     private readonly ingest: IngestFunction,
     private readonly maxBatchLines = DEFAULT_MAX_BATCH_LINES,
+    private readonly maxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
   ) {}
+
+  /** Batches handed to the engine so far (reported by `status`). */
+  batches = 0;
 
   /** Lines waiting for the next batch (not counting the batch being stored). */
   get queued(): number {
@@ -38,8 +47,11 @@ export class IngestQueue {
    */
   submit(engine: EngineContext, lines: NdjsonLine[]): Promise<IngestEvent[]> {
     if (lines.length === 0) return Promise.resolve([]);
+    if (this.refusal) return Promise.reject(this.refusal());
     return new Promise((resolve, reject) => {
-      this.waiting.push({ engine, lines, resolve, reject });
+      let bytes = 0;
+      for (const line of lines) bytes += lineChars(line);
+      this.waiting.push({ engine, lines, bytes, resolve, reject });
       if (!this.running) {
         this.running = true;
         // Let every request of this turn join the first batch.
@@ -52,10 +64,15 @@ export class IngestQueue {
     const first = this.waiting[0]!;
     let count = 0;
     let lines = 0;
-    // One engine per batch (a reload in between starts a new batch); always at least one request.
-    while (count < this.waiting.length && this.waiting[count]!.engine === first.engine && (count === 0 || lines + this.waiting[count]!.lines.length <= this.maxBatchLines)) {
-      lines += this.waiting[count]!.lines.length;
-      count++;
+    let bytes = 0;
+    // One engine per batch (a reload in between starts a new batch), bounded in lines and bytes
+    // (large messages from many clients become several batches); always at least one request.
+    for (; count < this.waiting.length; count++) {
+      const next = this.waiting[count]!;
+      if (next.engine !== first.engine) break;
+      if (count > 0 && (lines + next.lines.length > this.maxBatchLines || bytes + next.bytes > this.maxBatchBytes)) break;
+      lines += next.lines.length;
+      bytes += next.bytes;
     }
     return this.waiting.splice(0, count);
   }
@@ -63,9 +80,29 @@ export class IngestQueue {
   private async drain(): Promise<void> {
     while (this.waiting.length > 0) {
       const batch = this.takeBatch();
+      this.batches++;
       await this.store(batch);
     }
     this.running = false;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * Stops taking work: requests still waiting for a batch (none of their lines handed to the
+   * engine, so nothing of them stored) and any submitted later are rejected with `refusal()`. The
+   * batch being stored is not cut short — its requests get their real events (see whenIdle).
+   */
+  close(refusal: () => Error): void {
+    this.refusal = refusal;
+    for (const item of this.waiting.splice(0)) item.reject(refusal());
+  }
+
+  /** Settles once no batch is being stored. */
+  whenIdle(): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   private async store(batch: Waiting[]): Promise<void> {

@@ -1,7 +1,7 @@
 // What each socket op does: thin adapters from a request's fields to the engine's and routing's
 // public functions, returning the same JSON shapes the CLI prints.
 
-import { MAX_LINE_BYTES, type NdjsonLine } from '../core/index.js';
+import { MAX_JSON_DEPTH, MAX_LINE_BYTES, jsonDepthExceeds, type NdjsonLine } from '../core/index.js';
 import {
   abortSession,
   cancelQueued,
@@ -46,8 +46,10 @@ export function engineIngest(engine: EngineContext, lines: NdjsonLine[]): Promis
   return ingestBatch(engine, lines);
 }
 
-/** A message as the NDJSON line the CLI would have read; over the per-line cap it is a bad line. */
+/** A message as the NDJSON line the CLI would have read; over the per-line cap or too deep it is a bad line. */
 function messageLine(line: number, message: unknown): NdjsonLine {
+  // Too deep to stringify (the stack would overflow): a bad line, not an internal error.
+  if (jsonDepthExceeds(message)) return { line, error: 'too-deep', bytes: 0 };
   const text = JSON.stringify(message) ?? 'null';
   const bytes = Buffer.byteLength(text);
   return bytes > MAX_LINE_BYTES ? { line, error: 'too-long', bytes } : { line, text };
@@ -78,6 +80,8 @@ async function ingest(params: Record<string, unknown>, ctx: OpContext): Promise<
 
 function routeInputOf(params: Record<string, unknown>) {
   if (params.input === undefined) throw badRequest('"input" is required: {channel, accountId?, peer?, parentPeer?, guildId?, teamId?, memberRoleIds?, threadId?}');
+  // Error messages quote bad values: one nested thousands of levels deep would overflow the stack.
+  if (jsonDepthExceeds(params.input)) throw badRequest(`"input" nests objects/arrays deeper than ${MAX_JSON_DEPTH} levels`);
   return normalizeRouteInput(params.input);
 }
 

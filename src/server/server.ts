@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
-import { SwitchboardError, type NdjsonLine } from '../core/index.js';
+import { DEFAULT_MAX_BATCH_BYTES, SwitchboardError, type NdjsonLine } from '../core/index.js';
 import {
   configureQueue,
   dropIncognitoQueues,
@@ -35,6 +35,8 @@ export interface ServerLimits extends ConnectionLimits {
   maxClients: number;
   /** Messages in one `ingest` request. */
   maxMessagesPerRequest: number;
+  /** Message text in one combined store batch (see DEFAULT_MAX_BATCH_BYTES in core). */
+  maxBatchBytes: number;
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
@@ -45,6 +47,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxPendingBytes: 8 * 1024 * 1024,
   maxClients: 1_024,
   maxMessagesPerRequest: 10_000,
+  maxBatchBytes: DEFAULT_MAX_BATCH_BYTES,
 };
 
 export const DEFAULT_GRACE_MS = 10_000;
@@ -107,7 +110,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
   private endGrace?: () => void;
   private aborted = false;
   private readonly abortWaiters = new Set<() => void>();
-  private readonly ingestQueue = new IngestQueue(engineIngest);
+  private readonly ingestQueue: IngestQueue;
   /** Every engine context this server has used (a reload adds one; runs of the old one go on). */
   private readonly engines = new Set<EngineContext>();
   /** Runs started in this process and not ended yet, with the engine that runs them. */
@@ -142,6 +145,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
     early: net.Socket[],
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...definedOnly(options.limits ?? {}) };
+    this.ingestQueue = new IngestQueue(engineIngest, undefined, this.limits.maxBatchBytes);
     this.incognito = mountMemoryVolume(path.join(path.resolve(current.engine.stateDir), `incognito-memory-${randomBytes(6).toString('hex')}`));
     this.attach(current.engine);
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
@@ -209,8 +213,13 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
     this.counters.inFlight++;
     const engine = this.current.engine;
     try {
+      // Once the grace period is over no new work starts: the answer below is then true.
+      if (this.aborted) throw this.notStarted();
       const work = Promise.resolve().then(() => OP_HANDLERS[request.op](request.params, { engine, client, host: this }));
-      const result = await this.unlessAborted(work);
+      // An ingest is never cut short: lines not yet handed to the store are refused by the ingest
+      // queue when the grace period ends (nothing of them stored), and a batch being stored is
+      // finished and answered with its real events, so UNAVAILABLE always means "not stored".
+      const result = request.op === 'ingest' ? await work : await this.unlessAborted(work);
       return { id: request.id, result: result ?? null };
     } catch (err) {
       this.counters.errors++;
@@ -224,6 +233,14 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
       this.counters.inFlight--;
       this.counters.answered++;
     }
+  }
+
+  /** The answer to a request whose work was not started (and now will not be) because the server is stopping. */
+  private notStarted(): SwitchboardError {
+    this.counters.aborted++;
+    return new SwitchboardError('UNAVAILABLE', 'the server is stopping and did not handle this request; nothing of it was stored', {
+      hint: 'send it again to a running server',
+    });
   }
 
   /** Once the grace period is over, a request still running is answered at once (its work may still land). */
@@ -312,7 +329,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
         errors: this.counters.errors,
         badRequests: this.counters.badRequests,
       },
-      messages: { results: this.counters.results, errors: this.counters.messageErrors, queued: this.ingestQueue.queued },
+      messages: { results: this.counters.results, errors: this.counters.messageErrors, queued: this.ingestQueue.queued, batches: this.ingestQueue.batches },
       pushes: this.counters.pushes,
       activeRuns: this.activeRuns.size,
       reloads: { applied: this.counters.reloads, rejected: this.counters.failedReloads },
@@ -367,8 +384,14 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
       this.aborted = true;
       for (const abort of [...this.abortWaiters]) abort();
       this.abortWaiters.clear();
+      this.ingestQueue.close(() => this.notStarted());
       // No queued turn may start now: it would be cut off by the exit without a report.
       for (const engine of this.engines) queueRuntimeFor(engine).shutdown('server stopping');
+      // A batch being stored is finished and its requests answered before any client is closed:
+      // its messages are on disk, so their senders must hear so (not "resend"). This waits as
+      // long as the store takes, which its own lock timeouts bound.
+      await this.ingestQueue.whenIdle();
+      await Promise.all(clients.map((client) => client.whenAnswered()));
       // Aborted and waiting requests are answered at once; a client that reads nothing is not waited
       // for; aborted runs get a moment to report their end to subscribers.
       await Promise.race([Promise.all([allIdle(), this.queuesIdle()]), delay(this.activeRuns.size > 0 ? 3_000 : 500)]);

@@ -2,7 +2,19 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { EXIT_CODES, LineSplitter, SwitchboardError, parseNow, toSwitchboardError, type NdjsonLine } from '../../src/core/index.js';
+import {
+  DEFAULT_MAX_BATCH_BYTES,
+  EXIT_CODES,
+  LineSplitter,
+  MAX_JSON_DEPTH,
+  SwitchboardError,
+  batchLength,
+  jsonDepthExceeds,
+  maxBatchBytesFrom,
+  parseNow,
+  toSwitchboardError,
+  type NdjsonLine,
+} from '../../src/core/index.js';
 
 describe('SwitchboardError', () => {
   test('every code has its documented exit code', () => {
@@ -66,5 +78,40 @@ describe('LineSplitter', () => {
     const euro = Buffer.from('€\n');
     const out = [...splitter.push(Buffer.from([0xff, 0x0a])), ...splitter.push(euro.subarray(0, 2)), ...splitter.push(euro.subarray(2))];
     assert.deepEqual(texts(out), ['1!invalid-utf8', '2:€']);
+  });
+});
+
+describe('batch bounds', () => {
+  const line = (n: number, chars: number): NdjsonLine => ({ line: n, text: 'x'.repeat(chars) });
+
+  test('jsonDepthExceeds: counts object and array levels, without recursion, at any depth', () => {
+    const nested = (depth: number): unknown => {
+      let value: unknown = 'leaf';
+      for (let i = 0; i < depth; i++) value = i % 2 === 0 ? { a: value } : [value];
+      return value;
+    };
+    assert.equal(jsonDepthExceeds(nested(MAX_JSON_DEPTH)), false);
+    assert.equal(jsonDepthExceeds(nested(MAX_JSON_DEPTH + 1)), true);
+    assert.equal(jsonDepthExceeds(JSON.parse(`${'['.repeat(200_000)}${']'.repeat(200_000)}`)), true);
+    assert.equal(jsonDepthExceeds('a string'), false);
+    assert.equal(jsonDepthExceeds(null), false);
+  });
+
+  test('batchLength: bounded by lines and by bytes, never empty, a line above the byte bound alone', () => {
+    const lines = [line(1, 40), line(2, 40), line(3, 40), line(4, 200), line(5, 10)];
+    assert.equal(batchLength(lines, 10, 100), 2);
+    assert.equal(batchLength(lines, 2, 1_000), 2);
+    assert.equal(batchLength(lines.slice(3), 10, 100), 1, 'a line over the bound forms a batch of its own');
+    assert.equal(batchLength([{ line: 1, error: 'too-long', bytes: 5_000_000 }, line(2, 10)], 10, 100), 2, 'a rejected line holds no text');
+    assert.equal(batchLength([], 10, 100), 0);
+  });
+
+  test('SWITCHBOARD_MAX_BATCH_BYTES: a whole number ≥ 1, else USAGE; unset = 64 MiB', () => {
+    assert.equal(maxBatchBytesFrom({}), DEFAULT_MAX_BATCH_BYTES);
+    assert.equal(DEFAULT_MAX_BATCH_BYTES, 64 * 1024 * 1024);
+    assert.equal(maxBatchBytesFrom({ SWITCHBOARD_MAX_BATCH_BYTES: '2097152' }), 2_097_152);
+    for (const bad of ['0', '-1', '1.5', 'lots', '1e6']) {
+      assert.throws(() => maxBatchBytesFrom({ SWITCHBOARD_MAX_BATCH_BYTES: bad }), (err: SwitchboardError) => err.code === 'USAGE');
+    }
   });
 });

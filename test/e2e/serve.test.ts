@@ -305,24 +305,35 @@ describe('lifecycle: SIGTERM drains, SIGHUP reloads', { timeout: 60_000 }, () =>
     assert.deepEqual(userTexts(transcriptOf(state, 'main', entry)), ['in flight at SIGTERM']);
   });
 
-  test('grace period over: the in-flight request is answered UNAVAILABLE, clients are closed, exit 0', async () => {
+  test('grace period over: a request not yet being stored is answered UNAVAILABLE (not stored); the batch being stored gets its real result; exit 0', async () => {
     const state = tempDir();
     const server = await startServe(state, ['--grace', '200']);
     const lock = await holdStoreLock(state);
     const client = await connectClient(server.socketPath);
+    const other = await connectClient(server.socketPath);
     const pushes: Push[] = [];
     client.onPush((push) => pushes.push(push));
-    const answer = client.request<any>('ingest', { message: { channel: 'telegram', peer: 'direct:8', text: 'too slow' } });
+    const stored = client.request<any>('ingest', { message: { channel: 'telegram', peer: 'direct:8', text: 'being stored', messageId: 'grace-1' } });
     await waitInFlight(server.socketPath, 1);
+    // Sent while the first batch waits for the store lock: it waits for the next batch.
+    const notStarted = other.request<any>('ingest', { message: { channel: 'telegram', peer: 'direct:9', text: 'never stored', messageId: 'grace-2' } });
+    const probe = await connectClient(server.socketPath);
+    for (let i = 0; i < 1_000 && (await probe.request<any>('status')).messages.queued < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await probe.close();
     server.signal('SIGTERM');
-    await assert.rejects(answer, (err: any) => err.code === 'UNAVAILABLE' && err.exitCode === 69);
+    await assert.rejects(notStarted, (err: any) => err.code === 'UNAVAILABLE' && err.exitCode === 69 && /nothing of it was stored/.test(err.message));
+    // The engine's batch is not cut short: once it can store, its sender hears the real outcome.
+    await lock.release();
+    const { events } = await stored;
+    assert.deepEqual([events[0].type, events[0].messageId, events[0].persisted], ['result', 'grace-1', true]);
     await client.closed;
     assert.deepEqual(pushes, [{ event: 'shutdown', reason: 'SIGTERM' }]);
-    // The engine's work is not torn down mid-write: the process ends once it is done.
-    await lock.release();
     assert.deepEqual(await server.exited, { code: 0, signal: null });
     assert.equal(fs.existsSync(server.socketPath), false);
     assert.match(server.stderr, /1 aborted/);
+    const store = readStore(state);
+    assert.deepEqual(userTexts(transcriptOf(state, 'main', store[events[0].sessionKey])), ['being stored']);
+    assert.equal(Object.keys(store).length, 1, 'the refused message left no session behind');
   });
 
   test('SIGHUP: a bad config is rejected and the old one kept; a good one is applied (seen through route.resolve)', async () => {
@@ -800,7 +811,9 @@ describe('load (quality case 24)', { timeout: 120_000 }, () => {
 
     const client = await connectClient(server.socketPath);
     const status = await client.request<any>('status');
-    assert.deepEqual(status.messages, { results: clients * perClient, errors: 0, queued: 0 });
+    const { batches, ...messages } = status.messages;
+    assert.deepEqual(messages, { results: clients * perClient, errors: 0, queued: 0 });
+    assert.ok(batches >= 1 && batches <= clients * perClient, `batches: ${batches}`);
     assert.deepEqual(status.requests, { total: clients * perClient + 1, inFlight: 1, errors: 0, badRequests: 0 });
     assert.equal(status.connections, clients + 1);
     await client.close();
