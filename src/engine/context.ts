@@ -52,9 +52,24 @@ export function transcriptPathIn(location: StoreLocation, sessionFile: string): 
   return resolveInside(location.sessionsDir, sessionFile);
 }
 
-/** The transcript file name of a new instance (thread sessions get a topic suffix). */
+/** Locks, lock tombstones and archives add at most this many bytes to a transcript's name. */
+const NAME_SUFFIX_RESERVE_BYTES = 64;
+const MAX_FILE_NAME_BYTES = 255;
+
+/**
+ * The transcript file name of a new instance (thread sessions get a topic suffix). A name that
+ * leaves no room for the suffixes its lock and archives will add is refused now (BAD_INPUT), not
+ * when the first lock or archive of that session fails.
+ */
 export function transcriptNameFor(location: StoreLocation, sessionId: string, threadId?: string): string {
-  return path.basename(threadId ? resolveThreadTranscriptPath(location.sessionsDir, sessionId, threadId) : resolveTranscriptPath(location.sessionsDir, sessionId));
+  const name = path.basename(threadId ? resolveThreadTranscriptPath(location.sessionsDir, sessionId, threadId) : resolveTranscriptPath(location.sessionsDir, sessionId));
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes > MAX_FILE_NAME_BYTES - NAME_SUFFIX_RESERVE_BYTES) {
+    throw new SwitchboardError('BAD_INPUT', `the transcript name would be ${bytes} bytes long; at most ${MAX_FILE_NAME_BYTES - NAME_SUFFIX_RESERVE_BYTES} leave room for its lock and archive suffixes`, {
+      details: { bytes },
+    });
+  }
+  return name;
 }
 
 /** Session write-lock settings from `session.writeLock`. */

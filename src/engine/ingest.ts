@@ -1,78 +1,39 @@
-// The main job: a batch of NDJSON lines in, one result or error event per line out. Messages are
-// routed, planned against sessions.json in ONE store update per agent (queue admission included),
-// appended to their transcripts (one lock + one fsync per session per batch), and acknowledged
-// only afterwards; runs of idle sessions start once the batch is on disk.
+// The main job: a batch of NDJSON lines in, one result or error event per line out.
+//
+// Write order (docs/write-path.md): under the store lock of each agent, every message is planned
+// (queue admission included), the plan is journalled, the records are appended and fsynced, and
+// only then is sessions.json written; results are acknowledged after that. A crash can leave
+// "recorded, not yet indexed" (the next writer completes it from the journal), never "indexed, not
+// recorded". Every line fails alone: bad input is refused before the shared work, a line whose plan
+// throws is taken out and the rest re-planned, a busy or failing transcript fails only its session.
 
 import { randomUUID } from 'node:crypto';
-import { EXIT_CODES, SwitchboardError, describeLineError, systemClock, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
-import {
-  applyQueueDirective,
-  describeQueueSettings,
-  describeSendSetting,
-  enqueueItem,
-  evaluateSendPolicy,
-  forgetMessageId,
-  parseControlCommand,
-  parseQueueDirective,
-  planAdmission,
-  planSessionMessage,
-  resolveQueueSettings,
-  splitByInstance,
-  type LaneName,
-  type PendingReset,
-  type PlanMessage,
-  type PlannedEntry,
-  type QueueDirective,
-  type QueueItem,
-  type RecentMessageIds,
-  type SessionPlan,
-} from '../policy/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EXIT_CODES, SwitchboardError, describeLineError, isSwitchboardError, systemClock, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
+import { forgetMessageId, type RecentMessageIds } from '../policy/index.js';
 import { cronSessionKey, normalizeExplicitSessionKey, parseSessionKey, resolveRoute } from '../routing/index.js';
 import {
   appendEntries,
   archiveFile,
-  readSessionStore,
-  updateSessionStore,
+  checkSessionEntry,
+  entryHash,
+  transactSessionStore,
   withLock,
+  type JournalSession,
   type NewTranscriptEntry,
   type SessionEntry,
   type SessionStore,
   type StoreLocation,
+  type StoreTransaction,
 } from '../store/index.js';
+import { admitItem, messageRecord, type AdmitEnv, type Addressed, type BatchEffects, type Disposition, type ResetInfo } from './admission.js';
 import { incognitoStoreFor, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
 import { parseMessageLine, type InboundMessage } from './message.js';
-import {
-  THIS_PROCESS,
-  clearDeadHolders,
-  droppedEventOf,
-  expiredEventOf,
-  isThisProcess,
-  learnLiveness,
-  orphanFailure,
-  ownerRecord,
-  pushOutbox,
-  queueOf,
-  runnerFor,
-  sessionRefKey,
-  setQueue,
-  takeOutbox,
-  unknownHolders,
-  type DroppedEvent,
-  type Liveness,
-  type QueueEvent,
-  type QueuedEntry,
-  type SessionRef,
-} from './queue-state.js';
+import { learnLiveness, runnerFor, sessionRefKey, unknownHolders, type Liveness, type QueueEvent, type QueuedEntry } from './queue-state.js';
 import { queueRuntimeFor, type QueueRuntime } from './runtime.js';
 import type { TurnSpec } from './runs.js';
 
-/**
- * `recorded`: stored (no runner, or a system event); `started`: stored and run now; `steered`:
- * parked for the active run's next boundary; `queued` / `collected`: held for a later turn (one
- * each / one batch); `interrupted`: the active run is aborted and this message runs after it;
- * `dropped`: not taken (reported by a dropped event); `duplicate`; `command`: a session command.
- */
-export type Disposition = 'recorded' | 'started' | 'steered' | 'queued' | 'collected' | 'interrupted' | 'dropped' | 'duplicate' | 'command';
+export type { Disposition } from './admission.js';
 
 export interface ResultEvent {
   type: 'result';
@@ -84,7 +45,7 @@ export interface ResultEvent {
   sessionKey: string;
   sessionId: string | null;
   matchedBy: string;
-  reset: { reason: 'daily' | 'idle' | 'command'; previousSessionId: string } | null;
+  reset: ResetInfo | null;
   disposition: Disposition;
   persisted: boolean;
 }
@@ -99,59 +60,9 @@ export interface ErrorEvent {
 
 export type IngestEvent = ResultEvent | ErrorEvent;
 
-/** A message with its address, between routing and storing. */
-interface Addressed {
-  line: number;
-  message: InboundMessage;
-  agentId: string;
-  sessionKey: string;
-  matchedBy: string;
-  runId: string;
-  incognito: boolean;
-  plan?: SessionPlan;
-  /** Set for agents with a runner: what admission decided (re-set on every mutator run). */
-  outcome?: Outcome;
-}
-
-/** What queue admission decided for one message of an agent with a runner. */
-interface Outcome {
-  disposition: Disposition;
-  sessionId: string;
-  reset: ResultEvent['reset'];
-  /** Append the message's own record now (otherwise it is queued, dropped or in the outbox). */
-  record: boolean;
-  /** The text to record (reset trigger and `/queue` directive removed). */
-  text?: string;
-  /** Records owed to this transcript (the outbox), written before the message. */
-  before: NewTranscriptEntry[];
-  /** Records written after the message (a command's reply). */
-  after: NewTranscriptEntry[];
-  /** Events reported after this line's result (dropped, expired, reply, run_failed). */
-  events: QueueEvent[];
-}
-
-/** A run claimed for an idle session by this batch; it starts once the batch is on disk. */
-interface StartClaim {
-  item: Addressed;
-  ref: SessionRef;
-  sessionId: string;
-  sessionFile: string;
-  lane: LaneName;
-  text: string;
-  deliveryContext?: QueueItem['deliveryContext'];
-}
-
-/** What one store's admission asks of the runtime once the batch is on disk. */
-interface BatchEffects {
-  needLiveness: boolean;
-  starts: StartClaim[];
-  aborts: { runId: string; reason: string }[];
-  /** In-process runs to show their entry (parked items, outbox, abort requests). */
-  observe: Map<string, QueuedEntry>;
-  drains: Map<string, SessionRef>;
-}
-
 const APPEND_CONCURRENCY = 32;
+/** A session id as long as any we create, to check a new transcript's name before planning. */
+const SAMPLE_SESSION_ID = '00000000-0000-4000-8000-000000000000';
 
 function errorEvent(line: number, err: unknown): ErrorEvent {
   const error = toSwitchboardError(err);
@@ -190,449 +101,19 @@ function address(ctx: EngineContext, line: number, message: InboundMessage): Add
   };
 }
 
-function planMessageOf(item: Addressed): PlanMessage {
-  const { message } = item;
-  return {
-    kind: message.kind,
-    text: message.text,
-    messageId: message.messageId,
-    sender: message.sender,
-    channel: message.route.channel,
-    accountId: message.route.accountId,
-    peer: message.route.peer,
-    parentPeer: message.route.parentPeer,
-    threadId: message.route.threadId,
-  };
-}
-
-/** The transcript record of one inbound message (user and cron turns are user messages). */
-function messageRecord(item: Addressed, text: string | undefined, now: number): NewTranscriptEntry {
-  const { message } = item;
-  const meta: Record<string, unknown> = { channel: message.route.channel, runId: item.runId };
-  if (message.messageId !== undefined) meta.messageId = message.messageId;
-  if (message.sender) meta.sender = message.sender;
-  if (message.route.threadId) meta.threadId = message.route.threadId;
-  if (message.kind === 'heartbeat' || message.kind === 'system') {
-    return { type: 'custom', customType: message.kind, data: { text: text ?? null, timestamp: message.timestamp ?? now, ...meta } };
-  }
-  const record: Record<string, unknown> = {
-    role: 'user',
-    content: [{ type: 'text', text: text ?? '' }],
-    timestamp: message.timestamp ?? now,
-    ...meta,
-  };
-  if (message.cronJobId) record.cron = { jobId: message.cronJobId };
-  return { type: 'message', message: record };
-}
-
-
-function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number) {
-  return {
-    sessionKey,
-    session: ctx.config.session,
-    now,
-    newSessionId: randomUUID,
-    transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
-  };
-}
-
-/** Plans every message of one agent's store inside ONE locked read-modify-write of sessions.json. */
-async function planStore(ctx: EngineContext, location: StoreLocation, items: Addressed[]): Promise<void> {
-  const now = ctx.clock.now();
-  await updateSessionStore(
-    location.storePath,
-    (store) => {
-      // A mutator may be re-run (after a failing neighbour in the same write batch): start clean.
-      for (const item of items) {
-        const existing = Object.hasOwn(store, item.sessionKey) ? (store[item.sessionKey] as PlannedEntry) : undefined;
-        const plan = planSessionMessage(existing, planMessageOf(item), planContextFor(ctx, location, item.sessionKey, now));
-        item.plan = plan;
-        if (!plan.duplicate) store[item.sessionKey] = plan.entry as SessionEntry;
-      }
-    },
-    { lock: { acquireTimeoutMs: ctx.config.session?.writeLock?.acquireTimeoutMs } },
-  );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Queue admission (agents with a runner)
-
-const NO_DIRECTIVE: QueueDirective = { found: false, cleanedText: '', directiveOnly: false, errors: [] };
-
-function requesterOf(message: InboundMessage): string {
-  const sender = message.sender?.id?.trim() || message.sender?.name?.trim();
-  if (sender) return sender;
-  const peer = message.route.peer;
-  return peer ? `${message.route.channel}:${peer.kind}:${peer.id}` : message.route.channel;
-}
-
-function runMessageText(item: Addressed, text: string | undefined): string {
-  if (text !== undefined && text !== '') return text;
-  return item.message.kind === 'user' ? '' : `[${item.message.kind}]`;
-}
-
-function fileOf(entry: QueuedEntry): string {
-  return typeof entry.sessionFile === 'string' ? entry.sessionFile : `${entry.sessionId}.jsonl`;
-}
-
-/** Undoes what a rotation did to the instance fields: the rotation waits for the active run to end. */
-function keepInstance(entry: QueuedEntry, previous: QueuedEntry): QueuedEntry {
-  const kept: QueuedEntry = { ...entry };
-  for (const field of ['sessionId', 'sessionFile', 'sessionStartedAt', 'lastInteractionAt', 'model', 'modelOverride'] as const) {
-    if (field === 'lastInteractionAt' && entry.lastInteractionAt !== undefined) continue; // moved by this message itself
-    if (previous[field] === undefined) delete kept[field];
-    else (kept as Record<string, unknown>)[field] = previous[field];
-  }
-  return kept;
-}
-
-function commandReplyRecords(text: string, now: number, runId: string, delivered: boolean, policy: { decision: string; rule: number | null }, deliveryContext: unknown): NewTranscriptEntry[] {
-  const reply: Record<string, unknown> = { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, runId, provider: 'switchboard', model: 'command' };
-  if (!delivered) Object.assign(reply, { delivered: false, policy });
-  const records: NewTranscriptEntry[] = [{ type: 'message', message: reply }];
-  if (delivered) {
-    records.push({ type: 'message', message: { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, runId, provider: 'switchboard', model: 'delivery-mirror', deliveryContext: deliveryContext ?? null } });
-  }
-  return records;
-}
-
-interface AdmitEnv {
-  ctx: EngineContext;
-  location: StoreLocation;
-  liveness: Liveness;
-  effects: BatchEffects;
-  now: number;
-  nowWall: number;
-  noWait: boolean;
-}
-
 /**
- * Admits every message of one store (one mutator run). Holders whose liveness is unknown stop the
- * pass before anything is changed (`needLiveness`): the caller learns it and runs the pass again.
+ * Refuses, before any shared work, a message whose transcript could not be created: a thread id
+ * that is not valid Unicode or whose file name (with the suffixes locks and archives add) is too
+ * long. Inside the batch such a line would fail its neighbours' store update too.
  */
-function admitAll(store: SessionStore, items: Addressed[], env: AdmitEnv, assumeAlive: boolean): BatchEffects {
-  if (!assumeAlive) {
-    for (const item of items) {
-      if (unknownHolders(store[item.sessionKey] as QueuedEntry | undefined, env.liveness)) {
-        env.effects.needLiveness = true;
-        return env.effects;
-      }
-    }
-  }
-  for (const item of items) {
-    if (runnerFor(env.ctx, item.agentId) !== undefined) {
-      admitOne(store, item, env);
-      continue;
-    }
-    // Record only: exactly what planStore does.
-    item.outcome = undefined;
-    const existing = Object.hasOwn(store, item.sessionKey) ? (store[item.sessionKey] as PlannedEntry) : undefined;
-    const plan = planSessionMessage(existing, planMessageOf(item), planContextFor(env.ctx, env.location, item.sessionKey, env.now));
-    item.plan = plan;
-    if (!plan.duplicate) store[item.sessionKey] = plan.entry as SessionEntry;
-  }
-  return env.effects;
-}
-
-/** A session command (`/stop`, `/send …`, a `/queue` directive alone or an invalid one): applied now, answered with a reply. */
-function runCommand(
-  entry: QueuedEntry,
-  item: Addressed,
-  env: AdmitEnv,
-  command: { control: ReturnType<typeof parseControlCommand>; directive: QueueDirective },
-  events: QueueEvent[],
-): string {
-  const { control, directive } = command;
-  if (control?.kind === 'stop') {
-    // Queued items first, then the run; items the run has already taken for its next boundary
-    // go with it (injected if that boundary comes first, else dropped when it ends).
-    const queue = queueOf(entry);
-    const cancelled = queue.filter((waiting) => waiting.leasedBy === undefined);
-    setQueue(entry, queue.filter((waiting) => waiting.leasedBy !== undefined));
-    for (const waiting of cancelled) events.push(droppedEventOf(waiting, 'stopped'));
-    let aborted: string | undefined;
-    if (entry.activeRun) {
-      aborted = entry.activeRun.runId;
-      entry.abortRequested = aborted;
-      entry.stopRequested = aborted;
-      env.effects.aborts.push({ runId: aborted, reason: '/stop' });
-    }
-    return `Stopped: ${cancelled.length} queued message(s) cancelled; ${aborted ? `run ${aborted} aborted` : 'no run was active'}.`;
-  }
-  if (control?.kind === 'send-invalid') {
-    return `Invalid /send argument "${control.argument}": use /send on, /send off or /send inherit. Nothing was changed.`;
-  }
-  if (control?.kind === 'send') {
-    if (control.value === 'allow' || control.value === 'deny') entry.sendPolicy = control.value;
-    else if (control.value === 'inherit') delete entry.sendPolicy;
-    const effective = evaluateSendPolicy(
-      { sessionKey: item.sessionKey, channel: entry.channel ?? item.message.route.channel, chatType: entry.chatType ?? null, entryOverride: entry.sendPolicy ?? null },
-      env.ctx.config.session?.sendPolicy ?? null,
-    );
-    return describeSendSetting(entry.sendPolicy, effective);
-  }
-  if (directive.errors.length > 0) return `Invalid /queue directive: ${directive.errors.join('; ')}. Nothing was changed.`;
-  const current = { queueMode: entry.queueMode, queueDebounceMs: entry.queueDebounceMs, queueCap: entry.queueCap, queueDrop: entry.queueDrop };
-  const next = applyQueueDirective(current, directive) ?? current;
-  for (const field of ['queueMode', 'queueDebounceMs', 'queueCap', 'queueDrop'] as const) {
-    const value = (next as Record<string, unknown>)[field];
-    if (value === undefined) delete entry[field];
-    else (entry as Record<string, unknown>)[field] = value;
-  }
-  const settings = resolveQueueSettings({ channel: item.message.route.channel, entry, config: env.ctx.config.messages?.queue ?? null });
-  return `Queue settings: ${describeQueueSettings(settings)}${directive.reset ? ' (session override cleared)' : ''}`;
-}
-
-/** One message of a store with a runner: plan, rotation (now or deferred), command or queue admission. */
-function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
-  const { ctx, location, liveness, effects, now } = env;
-  const key = item.sessionKey;
-  const ref: SessionRef = { location, agentId: item.agentId, sessionKey: key };
-  const stored = Object.hasOwn(store, key) ? (store[key] as QueuedEntry) : undefined;
-  const working: QueuedEntry | undefined = stored ? { ...stored } : undefined;
-  const events: QueueEvent[] = [];
-  if (working) {
-    const orphan = clearDeadHolders(working, liveness);
-    if (orphan) {
-      const failure = orphanFailure(orphan, key);
-      events.push(failure.event);
-      pushOutbox(working, { id: randomUUID(), sessionId: orphan.run.sessionId, records: [failure.record as Record<string, unknown>] });
-    }
-  }
-
-  const plan = planSessionMessage(working as PlannedEntry | undefined, planMessageOf(item), planContextFor(ctx, location, key, now));
-  if (plan.duplicate) {
-    item.plan = plan;
-    item.outcome = { disposition: 'duplicate', sessionId: plan.entry.sessionId, reset: null, record: false, before: [], after: [], events: [] };
-    return;
-  }
-  let entry = plan.entry as QueuedEntry;
-  const activeRun = entry.activeRun;
-  let rotation = plan.rotation;
-  const reset = rotation && rotation.reason !== 'cron' ? { reason: rotation.reason, previousSessionId: rotation.previousSessionId } : null;
-  let deferredCommand = false;
-  if (rotation && activeRun && working) {
-    // A rotation is deferred while a run is active: it applies when the run has ended, and what
-    // arrives meanwhile is pinned to the instance-to-be.
-    const pending: PendingReset = {
-      reason: rotation.reason,
-      previousSessionId: working.sessionId,
-      newSessionId: entry.sessionId,
-      newSessionFile: fileOf(entry),
-      requestedAt: now,
-      expireOld: rotation.reason === 'command',
-    };
-    if (entry.modelOverride !== undefined && entry.modelOverride !== working.modelOverride) pending.model = entry.modelOverride as string;
-    entry = keepInstance(entry, working);
-    if (rotation.reason === 'command' || !working.pendingReset) entry.pendingReset = pending;
-    deferredCommand = rotation.reason === 'command';
-    rotation = undefined;
-  } else if (rotation) {
-    // Rotated now (no run active): what waits for an older instance expires, a pending rotation is superseded.
-    delete entry.pendingReset;
-    const { keep, expired } = splitByInstance(queueOf(entry), entry.sessionId);
-    for (const waiting of expired) events.push(expiredEventOf(waiting, entry.sessionId));
-    setQueue(entry, keep);
-  }
-  const pinned = entry.pendingReset?.newSessionId ?? entry.sessionId;
-  item.plan = { ...plan, entry, rotation };
-  const outcome: Outcome = { disposition: 'recorded', sessionId: pinned, reset, record: false, text: plan.text, before: [], after: [], events };
-  item.outcome = outcome;
-  const finish = (): void => {
-    store[key] = entry as SessionEntry;
-    if (entry.activeRun && isThisProcess(entry.activeRun)) effects.observe.set(sessionRefKey(ref), structuredClone(entry));
-  };
-  const abortActive = (reason: string): void => {
-    if (!entry.activeRun) return;
-    entry.abortRequested = entry.activeRun.runId;
-    effects.aborts.push({ runId: entry.activeRun.runId, reason });
-  };
-
-  if (plan.commandOnly) {
-    // A bare reset trigger: its notice is written with the rotation (now, or when the run has ended).
-    outcome.disposition = deferredCommand ? 'interrupted' : 'command';
-    if (deferredCommand) abortActive('reset');
-    if (entry.pendingReset && !entry.activeRun) takeOwnership(entry, ref, env);
-    finish();
-    return;
-  }
-
-  const isUser = item.message.kind === 'user';
-  const control = isUser ? parseControlCommand(plan.text) : null;
-  const directive = isUser && control === null && plan.text !== undefined ? parseQueueDirective(plan.text) : NO_DIRECTIVE;
-  if (control !== null || (directive.found && (directive.directiveOnly || directive.errors.length > 0))) {
-    const deliveryContext = entry.deliveryContext ?? null;
-    // /send is answered under the setting it replaces (turning sending off still confirms it).
-    const before = control?.kind === 'send' ? entry.sendPolicy : undefined;
-    const text = runCommand(entry, item, env, { control, directive }, events);
-    const policy = evaluateSendPolicy(
-      {
-        sessionKey: key,
-        channel: entry.channel ?? item.message.route.channel,
-        chatType: entry.chatType ?? null,
-        entryOverride: control?.kind === 'send' ? (before ?? null) : (entry.sendPolicy ?? null),
-      },
-      ctx.config.session?.sendPolicy ?? null,
-    );
-    const delivered = policy.decision === 'allow';
-    const sessionId = entry.sessionId;
-    const after = commandReplyRecords(text, now, item.runId, delivered, { decision: policy.decision, rule: policy.rule }, deliveryContext);
-    if (entry.activeRun) {
-      // The run holds the transcript: its owner writes these at its next step.
-      pushOutbox(entry, { id: randomUUID(), sessionId, records: [messageRecord(item, plan.text, now), ...after].map((record) => record as Record<string, unknown>) });
-    } else {
-      outcome.record = true;
-      outcome.after = after;
-    }
-    events.push({ type: 'reply', runId: item.runId, sessionKey: key, sessionId, text, deliveryContext: deliveryContext as Record<string, unknown> | null, delivered, policy: { decision: policy.decision, rule: policy.rule } });
-    outcome.disposition = 'command';
-    outcome.sessionId = sessionId;
-    finish();
-    return;
-  }
-
-  const text = directive.found ? directive.cleanedText : plan.text;
-  outcome.text = text;
-  const settings = resolveQueueSettings({
-    channel: item.message.route.channel,
-    messageQueue: item.message.queue ?? null,
-    directive: directive.found ? directive : null,
-    entry,
-    config: ctx.config.messages?.queue ?? null,
-  });
-  const queue = queueOf(entry);
-  const admission = planAdmission({
-    kind: item.message.kind,
-    mode: settings.mode,
-    cap: settings.cap,
-    dropPolicy: settings.dropPolicy,
-    activeRun: entry.activeRun !== undefined,
-    queue,
-    pendingReset: entry.pendingReset !== undefined,
-    resetTrigger: deferredCommand,
-    canStart: !env.noWait,
-  });
-  const droppedEvent = (reason: DroppedEvent['reason'], drop?: string): DroppedEvent => {
-    const event: DroppedEvent = { type: 'dropped', runId: item.runId, sessionKey: key, sessionId: pinned, reason, requester: requesterOf(item.message), messageId: item.message.messageId ?? null };
-    if (drop !== undefined) event.drop = drop;
-    return event;
-  };
-  const forgetId = (): void => {
-    // Not taken, so a retry of the same message must not count as a duplicate.
-    if (working?.recentMessageIds === undefined) delete entry.recentMessageIds;
-    else entry.recentMessageIds = working.recentMessageIds;
-  };
-
-  switch (admission.action) {
-    case 'start': {
-      const lane: LaneName = item.message.kind === 'cron' ? 'cron' : 'main';
-      entry.activeRun = { ...THIS_PROCESS, runId: item.runId, sessionId: entry.sessionId, startedAt: now, lane };
-      if (!entry.queueOwner || !isThisProcess(entry.queueOwner)) entry.queueOwner = ownerRecord(now);
-      delete entry.abortRequested;
-      outcome.before = takeOutbox(entry);
-      outcome.record = true;
-      delete entry.stopRequested;
-      outcome.disposition = 'started';
-      effects.starts.push({
-        item,
-        ref,
-        sessionId: entry.sessionId,
-        sessionFile: fileOf(entry),
-        lane,
-        text: runMessageText(item, text),
-        deliveryContext: entry.deliveryContext,
-      });
-      break;
-    }
-    case 'record':
-      outcome.record = true;
-      outcome.disposition = 'recorded';
-      break;
-    case 'drop':
-      forgetId();
-      events.push(droppedEvent('busy'));
-      outcome.disposition = 'dropped';
-      break;
-    case 'reject':
-      forgetId();
-      events.push(droppedEvent('cap', 'new'));
-      outcome.disposition = 'dropped';
-      break;
-    case 'enqueue': {
-      const { message } = item;
-      const queued: QueueItem = {
-        runId: item.runId,
-        requester: requesterOf(message),
-        sessionKey: key,
-        sessionId: pinned,
-        enqueuedAt: now,
-        wallAt: env.nowWall,
-        mode: deferredCommand ? 'interrupt' : settings.mode,
-        state: admission.state,
-        kind: message.kind === 'cron' ? 'cron' : message.kind === 'heartbeat' || message.kind === 'system' ? 'heartbeat' : 'user',
-        text: text ?? '',
-        channel: message.route.channel,
-        debounceMs: settings.debounceMs,
-        maxWaitMs: settings.debounceMaxWaitMs,
-      };
-      if (message.messageId !== undefined) queued.messageId = message.messageId;
-      if (message.sender) queued.sender = message.sender;
-      if (message.route.threadId) queued.threadId = message.route.threadId;
-      if (message.timestamp !== undefined) queued.timestamp = message.timestamp;
-      if (message.cronJobId) queued.cronJobId = message.cronJobId;
-      if (entry.deliveryContext) queued.deliveryContext = { ...entry.deliveryContext };
-      const next = enqueueItem(queue, queued, settings, randomUUID);
-      if (next.rejected) {
-        // At the cap and every waiting message is already taken by the active run.
-        forgetId();
-        events.push(droppedEvent('cap', settings.dropPolicy));
-        outcome.disposition = 'dropped';
-        break;
-      }
-      setQueue(entry, next.queue);
-      for (const victim of next.dropped) events.push(droppedEventOf(victim.item, 'cap', victim.drop));
-      if (admission.abortActive) abortActive(deferredCommand ? 'reset' : 'interrupted by a newer message');
-      if (!entry.activeRun) takeOwnership(entry, ref, env);
-      outcome.disposition = admission.disposition;
-      break;
-    }
-  }
-  finish();
-}
-
-/** Nobody alive drains this queue (or it is ours): this process takes it, unless it will not wait. */
-function takeOwnership(entry: QueuedEntry, ref: SessionRef, env: AdmitEnv): void {
-  if (env.noWait) return;
-  if (entry.queueOwner && !isThisProcess(entry.queueOwner)) return; // a live owner (dead ones were cleared)
-  if (!entry.queueOwner) entry.queueOwner = ownerRecord(env.now);
-  env.effects.drains.set(sessionRefKey(ref), ref);
-}
-
-/** Admission for an agent with a runner: ONE store update (repeated only to learn who is alive). */
-async function admitStore(ctx: EngineContext, runtime: QueueRuntime, location: StoreLocation, items: Addressed[]): Promise<BatchEffects> {
-  const liveness: Liveness = new Map();
-  for (let attempt = 0; ; attempt++) {
-    const now = ctx.clock.now();
-    const nowWall = systemClock.now();
-    const effects = await updateSessionStore(
-      location.storePath,
-      (store) => {
-        const env: AdmitEnv = {
-          ctx,
-          location,
-          liveness,
-          now,
-          nowWall,
-          noWait: runtime.noWait,
-          effects: { needLiveness: false, starts: [], aborts: [], observe: new Map(), drains: new Map() },
-        };
-        return admitAll(store, items, env, attempt >= 3);
-      },
-      { lock: { acquireTimeoutMs: ctx.config.session?.writeLock?.acquireTimeoutMs } },
-    );
-    if (!effects.needLiveness) return effects;
-    const store = await readSessionStore(location.storePath);
-    await learnLiveness(ctx, location, new Set(items.map((item) => store[item.sessionKey] as QueuedEntry | undefined)), liveness);
+function checkTranscriptName(ctx: EngineContext, item: Addressed): void {
+  const threadId = item.message.route.threadId;
+  if (threadId === undefined) return;
+  try {
+    transcriptNameFor(storeOf(ctx, item), SAMPLE_SESSION_ID, threadId);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new SwitchboardError('BAD_MESSAGE', `"threadId" cannot name a transcript: ${reason}`, { details: { path: 'threadId' } });
   }
 }
 
@@ -642,8 +123,6 @@ interface SessionWork {
   sessionKey: string;
   sessionId: string;
   file: string;
-  /** The plan created this instance, so its transcript is expected not to exist yet. */
-  expectNew: boolean;
   entries: NewTranscriptEntry[];
   items: Addressed[];
 }
@@ -665,12 +144,10 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
     if (file === undefined) paths.set(sessionFile, (file = transcriptPathIn(location, sessionFile)));
     let work = bySession.get(file);
     if (!work) {
-      work = { location, agentId: item.agentId, sessionKey: item.sessionKey, sessionId: plan.entry.sessionId, file, expectNew: false, entries: [], items: [] };
+      work = { location, agentId: item.agentId, sessionKey: item.sessionKey, sessionId: plan.entry.sessionId, file, entries: [], items: [] };
       bySession.set(file, work);
     }
-    if (plan.created) work.expectNew = true;
     if (plan.rotation) {
-      work.expectNew = true;
       if (plan.rotation.previousSessionFile) rotations.push({ file: transcriptPathIn(location, plan.rotation.previousSessionFile), sessionKey: item.sessionKey });
       if (plan.rotation.reason !== 'cron') {
         work.entries.push({ type: 'reset_notice', reason: plan.rotation.reason, previousSessionId: plan.rotation.previousSessionId });
@@ -683,6 +160,8 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
     } else if (!plan.commandOnly) work.entries.push(messageRecord(item, plan.text, now));
     work.items.push(item);
   }
+  // Ids are fixed now so that the journal can name the records before they are written.
+  for (const work of bySession.values()) for (const entry of work.entries) entry.id ??= randomUUID();
   return { work: [...bySession.values()], rotations };
 }
 
@@ -693,27 +172,6 @@ async function inPool<T>(items: T[], limit: number, task: (item: T) => Promise<v
     while (next < items.length) await task(items[next++]);
   });
   await Promise.all(workers);
-}
-
-/**
- * Appends one session's entries. If the transcript had to be created although the plan expected an
- * existing one, another process rotated this session in between: the records belong to the old
- * instance (they were admitted to it), so that stray file is archived like the rest of it.
- */
-async function appendWork(ctx: EngineContext, work: SessionWork): Promise<void> {
-  if (work.entries.length === 0) return;
-  const lockOptions = sessionLockOptions(ctx, { sessionKey: work.sessionKey });
-  await withLock(work.file, lockOptions, async (handle) => {
-    const result = await appendEntries(work.file, work.entries, {
-      session: { sessionId: work.sessionId, sessionKey: work.sessionKey, agentId: work.agentId },
-      clock: ctx.clock,
-      handle,
-    });
-    if (result.createdFile && !work.expectNew) {
-      const store = await readSessionStore(work.location.storePath);
-      if (store[work.sessionKey]?.sessionId !== work.sessionId) await archiveFile(work.file, 'reset', ctx.clock.now());
-    }
-  });
 }
 
 /** Archives the transcript of a rotated instance under its own write lock. */
@@ -754,6 +212,235 @@ function resultOf(item: Addressed): ResultEvent {
   };
 }
 
+/** A key's entry as the round found it: restored when the key's work is taken back. */
+interface Snapshot {
+  entry: SessionEntry | undefined;
+  hash: string | null;
+}
+
+/** What one round (one store transaction) did with its items. */
+interface Round {
+  committed: Addressed[];
+  failed: Map<Addressed, unknown>;
+  /** Items whose transcript lock was busy: planned again in the next round. */
+  deferred: Addressed[];
+  busy: SwitchboardError | undefined;
+  rotations: { file: string; sessionKey: string }[];
+  effects: BatchEffects;
+}
+
+function restoreKey(store: SessionStore, key: string, snapshot: Snapshot): void {
+  if (snapshot.entry === undefined) delete store[key];
+  else store[key] = structuredClone(snapshot.entry);
+}
+
+/**
+ * Plans every item on the store; an item whose plan throws is taken out and the others are planned
+ * again from the entries as they were, so one bad line never changes what its neighbours get.
+ */
+async function planRound(
+  ctx: EngineContext,
+  runtime: QueueRuntime,
+  location: StoreLocation,
+  store: SessionStore,
+  items: Addressed[],
+  snapshots: Map<string, Snapshot>,
+): Promise<{ effects: BatchEffects; failed: Map<Addressed, unknown> }> {
+  const liveness: Liveness = new Map();
+  if (items.some((item) => runnerFor(ctx, item.agentId) !== undefined)) {
+    const unknown = new Set<QueuedEntry>();
+    for (const item of items) {
+      const entry = store[item.sessionKey] as QueuedEntry | undefined;
+      if (entry && unknownHolders(entry, liveness)) unknown.add(entry);
+    }
+    if (unknown.size > 0) await learnLiveness(ctx, location, unknown, liveness);
+  }
+  const failed = new Map<Addressed, unknown>();
+  const now = ctx.clock.now();
+  const nowWall = systemClock.now();
+  for (;;) {
+    const effects: BatchEffects = { starts: [], aborts: [], observe: new Map(), drains: new Map() };
+    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait };
+    let retry = false;
+    for (const item of items) {
+      if (failed.has(item)) continue;
+      try {
+        // A hand-edited or foreign row of the wrong shape fails the lines addressed to it (STORE_CORRUPT), not the batch.
+        if (Object.hasOwn(store, item.sessionKey)) checkSessionEntry(location.storePath, item.sessionKey, store[item.sessionKey]);
+        admitItem(store, item, env);
+      } catch (err) {
+        failed.set(item, err);
+        for (const [key, snapshot] of snapshots) restoreKey(store, key, snapshot);
+        retry = true;
+        break;
+      }
+    }
+    if (!retry) return { effects, failed };
+  }
+}
+
+/** What the journal says about this round: per session, the entry to install and its records. */
+function journalOf(store: SessionStore, works: SessionWork[], snapshots: Map<string, Snapshot>): JournalSession[] {
+  const byKey = new Map<string, JournalSession>();
+  for (const work of works) {
+    let session = byKey.get(work.sessionKey);
+    if (session === undefined) {
+      session = { sessionKey: work.sessionKey, base: snapshots.get(work.sessionKey)?.hash ?? null, entry: store[work.sessionKey]!, records: [] };
+      byKey.set(work.sessionKey, session);
+    }
+    const sessionFile = work.file.slice(work.file.lastIndexOf('/') + 1);
+    for (const entry of work.entries) {
+      const message = entry.message as { messageId?: unknown } | undefined;
+      const data = entry.data as { messageId?: unknown } | undefined;
+      const messageId = message?.messageId ?? data?.messageId;
+      session.records.push(typeof messageId === 'string' ? { id: entry.id!, sessionFile, messageId } : { id: entry.id!, sessionFile });
+    }
+  }
+  return [...byKey.values()];
+}
+
+/** Appends one session's records under its write lock, without waiting for it (we hold the store lock). */
+async function appendWork(ctx: EngineContext, work: SessionWork): Promise<void> {
+  const lockOptions = { ...sessionLockOptions(ctx, { sessionKey: work.sessionKey }), acquireTimeoutMs: 0 };
+  await withLock(work.file, lockOptions, (handle) =>
+    appendEntries(work.file, work.entries, {
+      session: { sessionId: work.sessionId, sessionKey: work.sessionKey, agentId: work.agentId },
+      clock: ctx.clock,
+      handle,
+    }),
+  );
+}
+
+/**
+ * One round inside the store transaction: plan → journal → append (fsync) → the entries of the
+ * sessions whose records are down stay in the store, which the caller's transaction then writes.
+ */
+async function commitRound(
+  ctx: EngineContext,
+  runtime: QueueRuntime,
+  location: StoreLocation,
+  store: SessionStore,
+  tx: StoreTransaction,
+  items: Addressed[],
+): Promise<Round> {
+  const snapshots = new Map<string, Snapshot>();
+  for (const { sessionKey } of items) {
+    if (snapshots.has(sessionKey)) continue;
+    const entry = Object.hasOwn(store, sessionKey) ? store[sessionKey] : undefined;
+    snapshots.set(sessionKey, { entry: entry === undefined ? undefined : structuredClone(entry), hash: entryHash(entry) });
+  }
+  const { effects, failed } = await planRound(ctx, runtime, location, store, items, snapshots);
+  const planned = items.filter((item) => !failed.has(item));
+  const { work: works, rotations } = collectWork(ctx, location, planned);
+  await tx.writeJournal(journalOf(store, works, snapshots), ctx.clock.now());
+
+  const troubles = new Map<SessionWork, unknown>();
+  await inPool(works, APPEND_CONCURRENCY, async (work) => {
+    try {
+      await appendWork(ctx, work);
+    } catch (err) {
+      troubles.set(work, err);
+    }
+  });
+
+  const round: Round = { committed: [], failed, deferred: [], busy: undefined, rotations: [], effects };
+  const worksByKey = new Map<string, SessionWork[]>();
+  for (const work of works) worksByKey.set(work.sessionKey, [...(worksByKey.get(work.sessionKey) ?? []), work]);
+  const takenBack = new Set<string>();
+  const lostItems = new Set<Addressed>();
+  for (const [key, keyWorks] of worksByKey) {
+    const bad = keyWorks.filter((work) => troubles.has(work));
+    if (bad.length === 0) continue;
+    if (bad.length === keyWorks.length) {
+      // Nothing of this session reached its transcript: its entry goes back as it was.
+      restoreKey(store, key, snapshots.get(key)!);
+      takenBack.add(key);
+      continue;
+    }
+    // A rotation split the session over two files and only one was written: keep the entry,
+    // forget what was not recorded (so a resend is not taken for a duplicate), fail those lines.
+    const entry = store[key] as QueuedEntry;
+    for (const work of bad) {
+      for (const item of work.items) {
+        lostItems.add(item);
+        failed.set(item, troubles.get(work));
+        if (item.message.messageId !== undefined) entry.recentMessageIds = forgetMessageId(entry.recentMessageIds as RecentMessageIds, item.message.messageId);
+        if (entry.activeRun?.runId === item.runId) delete entry.activeRun;
+      }
+    }
+  }
+  const troubleOfKey = new Map<string, unknown>();
+  for (const [work, err] of troubles) if (takenBack.has(work.sessionKey) && !troubleOfKey.has(work.sessionKey)) troubleOfKey.set(work.sessionKey, err);
+  for (const item of planned) {
+    if (lostItems.has(item)) continue;
+    const trouble = troubleOfKey.get(item.sessionKey);
+    if (trouble === undefined) round.committed.push(item);
+    else if (isSwitchboardError(trouble, 'SESSION_BUSY')) {
+      round.deferred.push(item);
+      round.busy = trouble;
+    } else failed.set(item, trouble);
+  }
+  const committedKeys = new Set(round.committed.map((item) => item.sessionKey));
+  round.rotations = rotations.filter((rotation) => committedKeys.has(rotation.sessionKey));
+  const kept = new Set(round.committed);
+  effects.starts = effects.starts.filter((claim) => kept.has(claim.item));
+  effects.aborts = effects.aborts.filter((abort) => !takenBack.has(abort.sessionKey));
+  for (const key of takenBack) {
+    const refKey = sessionRefKey({ location, sessionKey: key });
+    effects.observe.delete(refKey);
+    effects.drains.delete(refKey);
+  }
+  return round;
+}
+
+/** Backoff between rounds while some session's transcript lock is busy. */
+function roundDelayMs(round: number): number {
+  return Math.min(200, 5 * 2 ** Math.min(round, 6)) * (0.5 + Math.random() / 2);
+}
+
+/**
+ * One store's part of a batch, in rounds: each round is one store transaction; lines whose
+ * transcript lock was busy wait for the next round (no lock is waited for while the store lock is
+ * held), until `session.writeLock.acquireTimeoutMs` has passed.
+ */
+async function ingestStore(
+  ctx: EngineContext,
+  runtime: QueueRuntime,
+  location: StoreLocation,
+  items: Addressed[],
+): Promise<{ committed: Addressed[]; failed: Map<Addressed, unknown>; effects: BatchEffects[] }> {
+  const writeLock = ctx.config.session?.writeLock;
+  const waitLimitMs = writeLock?.acquireTimeoutMs ?? 60_000;
+  const startedAt = systemClock.now();
+  const result = { committed: [] as Addressed[], failed: new Map<Addressed, unknown>(), effects: [] as BatchEffects[] };
+  let pending = items;
+  for (let round = 0; pending.length > 0; round++) {
+    let outcome: Round;
+    try {
+      outcome = await transactSessionStore(location.storePath, (store, tx) => commitRound(ctx, runtime, location, store, tx, pending), {
+        lock: { acquireTimeoutMs: writeLock?.acquireTimeoutMs },
+      });
+    } catch (err) {
+      // The store itself failed (busy, corrupt, disk): no line of this round was acknowledged.
+      for (const item of pending) result.failed.set(item, err);
+      break;
+    }
+    result.committed.push(...outcome.committed);
+    for (const [item, err] of outcome.failed) result.failed.set(item, err);
+    result.effects.push(outcome.effects);
+    // Archived after the registry names the new instance; a failure leaves a file doctor reports.
+    await inPool(outcome.rotations, APPEND_CONCURRENCY, (rotation) => archiveRotated(ctx, rotation).catch(() => undefined));
+    pending = outcome.deferred;
+    if (pending.length === 0) break;
+    if (systemClock.now() - startedAt >= waitLimitMs) {
+      for (const item of pending) result.failed.set(item, outcome.busy);
+      break;
+    }
+    await sleep(roundDelayMs(round));
+  }
+  return result;
+}
+
 /** Ingests one batch of lines; returns one event per non-blank line, in line order. */
 export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Promise<IngestEvent[]> {
   const events = new Map<number, IngestEvent>();
@@ -776,6 +463,7 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Prom
         events.set(item.line, resultOf(addressed));
         continue;
       }
+      checkTranscriptName(ctx, addressed);
       const storeKey = `${addressed.incognito ? 'incognito' : 'stored'}:${addressed.agentId}`;
       let location = locations.get(storeKey);
       if (!location) locations.set(storeKey, (location = storeOf(ctx, addressed)));
@@ -789,72 +477,31 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Prom
 
   const runtime = queueRuntimeFor(ctx);
   const queueEvents = new Map<number, QueueEvent[]>();
-  const actions: (() => void)[] = [];
+  const batchEffects: BatchEffects[] = [];
   for (const { location, items } of byStore.values()) {
-    let effects: BatchEffects | undefined;
-    try {
-      if (items.some((item) => runnerFor(ctx, item.agentId) !== undefined)) effects = await admitStore(ctx, runtime, location, items);
-      else await planStore(ctx, location, items);
-    } catch (err) {
-      for (const item of items) events.set(item.line, errorEvent(item.line, err));
-      continue;
+    const { committed, failed, effects } = await ingestStore(ctx, runtime, location, items);
+    for (const [item, err] of failed) events.set(item.line, errorEvent(item.line, err));
+    for (const item of committed) {
+      events.set(item.line, resultOf(item));
+      if (item.outcome && item.outcome.events.length > 0) queueEvents.set(item.line, item.outcome.events);
     }
-    const { work, rotations } = collectWork(ctx, location, items);
-    const failures = new Map<SessionWork, unknown>();
-    await inPool(work, APPEND_CONCURRENCY, async (session) => {
-      try {
-        await appendWork(ctx, session);
-      } catch (err) {
-        failures.set(session, err);
-      }
-    });
-    // Archive rotated instances only after the appends: an instance this very batch created
-    // (then rotated, e.g. a cron job run twice) has its file only now.
-    await inPool(rotations, APPEND_CONCURRENCY, async (rotation) => {
-      try {
-        await archiveRotated(ctx, rotation);
-      } catch {
-        // The new instance is already current; an unarchived old file is reported by doctor.
-      }
-    });
-    const failed = new Set<Addressed>();
-    for (const session of work) {
-      const failure = failures.get(session);
-      for (const item of session.items) {
-        events.set(item.line, failure === undefined ? resultOf(item) : errorEvent(item.line, failure));
-        if (failure !== undefined) failed.add(item);
-      }
-    }
-    for (const item of items) {
-      // Duplicates, and messages that were queued, parked or dropped rather than written now.
-      if (item.plan && !events.has(item.line) && (item.plan.duplicate || item.outcome)) events.set(item.line, resultOf(item));
-    }
-    if (failures.size > 0) await forgetFailedMessageIds(location, [...failures.keys()].flatMap((s) => s.items));
-    if (effects) {
-      for (const item of items) {
-        if (!failed.has(item) && item.outcome && item.outcome.events.length > 0) queueEvents.set(item.line, item.outcome.events);
-      }
-      const starts = effects.starts.filter((claim) => !failed.has(claim.item));
-      const unstarted = effects.starts.filter((claim) => failed.has(claim.item));
-      if (unstarted.length > 0) await releaseClaims(ctx, location, unstarted);
-      actions.push(() => applyEffects(ctx, runtime, effects!, starts, unstarted));
-    }
+    batchEffects.push(...effects);
   }
-  if (queueEvents.size > 0 || actions.length > 0) {
+  if (queueEvents.size > 0 || batchEffects.length > 0) {
     // After this batch's results have been handed out: the events of a line follow its result.
     setImmediate(() => {
       for (const line of order) for (const event of queueEvents.get(line) ?? []) runtime.emit(event);
-      for (const action of actions) action();
+      for (const effects of batchEffects) applyEffects(ctx, runtime, effects);
     });
   }
   return order.map((line) => events.get(line)!);
 }
 
 /** Hands what admission decided to the runtime: aborts, entry views for in-process runs, runs to start, queues to drain. */
-function applyEffects(ctx: EngineContext, runtime: QueueRuntime, effects: BatchEffects, starts: StartClaim[], unstarted: StartClaim[]): void {
+function applyEffects(ctx: EngineContext, runtime: QueueRuntime, effects: BatchEffects): void {
   for (const { runId, reason } of effects.aborts) runtime.requestAbort(runId, reason);
   for (const [key, entry] of effects.observe) runtime.observe(key, entry);
-  for (const claim of starts) {
+  for (const claim of effects.starts) {
     const spec = runnerFor(ctx, claim.ref.agentId);
     if (spec === undefined) continue;
     const { message } = claim.item;
@@ -877,47 +524,7 @@ function applyEffects(ctx: EngineContext, runtime: QueueRuntime, effects: BatchE
       shape: 'start',
     });
   }
-  for (const claim of unstarted) runtime.scheduleDrain(claim.ref, 0);
   for (const ref of effects.drains.values()) runtime.scheduleDrain(ref, 0);
-}
-
-/** A run claimed for a message whose append failed never starts: its claim is taken back. */
-async function releaseClaims(ctx: EngineContext, location: StoreLocation, claims: StartClaim[]): Promise<void> {
-  try {
-    await updateSessionStore(
-      location.storePath,
-      (store) => {
-        for (const claim of claims) {
-          const entry = store[claim.ref.sessionKey] as QueuedEntry | undefined;
-          if (entry?.activeRun?.runId !== claim.item.runId) continue;
-          delete entry.activeRun;
-          if (queueOf(entry).length === 0 && !entry.pendingReset && entry.queueOwner && isThisProcess(entry.queueOwner)) delete entry.queueOwner;
-        }
-      },
-      { lock: { acquireTimeoutMs: ctx.config.session?.writeLock?.acquireTimeoutMs } },
-    );
-  } catch {
-    // The claim stays until this process exits; the next ingest then finds its holder gone.
-  }
-}
-
-/**
- * A message whose append failed was not recorded, so a retry must not be taken for a duplicate:
- * its messageId is removed from the entry again (best effort — the store may be failing too).
- */
-async function forgetFailedMessageIds(location: StoreLocation, items: Addressed[]): Promise<void> {
-  const withIds = items.filter((item) => item.message.messageId !== undefined);
-  if (withIds.length === 0) return;
-  try {
-    await updateSessionStore(location.storePath, (store) => {
-      for (const item of withIds) {
-        const entry = store[item.sessionKey];
-        if (entry?.recentMessageIds) entry.recentMessageIds = forgetMessageId(entry.recentMessageIds as RecentMessageIds, item.message.messageId!);
-      }
-    });
-  } catch {
-    // Nothing more to do: the error events already tell the sender these lines were not taken.
-  }
 }
 
 /**

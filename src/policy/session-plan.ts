@@ -57,7 +57,6 @@ export interface SessionPlan {
 
 /** A messageId seen on the same session within this window makes a later copy a duplicate. */
 export const DUPLICATE_WINDOW_MS = 5 * 60_000;
-const RECENT_IDS_CAP = 32;
 
 export interface PlanContext {
   sessionKey: string;
@@ -79,27 +78,41 @@ function chatTypeOf(peer: PlanMessage['peer']): PlannedEntry['chatType'] {
 }
 
 /**
- * Remembers a messageId for duplicate detection, newest last. Pairs in an array (not an object
- * keyed by id) keep the per-message copy cheap; at the cap the list is cut to the newest half
- * inside the window, so pruning is paid once every RECENT_IDS_CAP / 2 messages.
+ * Most ids one session remembers. Every id of the window is kept up to this bound (over three
+ * messages a second to ONE session for five minutes); it bounds sessions.json, whose entries are
+ * rewritten on every store write.
+ */
+export const RECENT_IDS_CAP = 1024;
+
+function insideWindow(pair: unknown, now: number): boolean {
+  return Array.isArray(pair) && typeof pair[1] === 'number' && Math.abs(now - pair[1]) < DUPLICATE_WINDOW_MS;
+}
+
+/**
+ * Remembers a messageId for duplicate detection, newest last. Ids that left the window are
+ * dropped from the front; at the cap the oldest goes. Pairs in an array (not an object keyed by
+ * id) keep the entry small and its order explicit.
  */
 function rememberMessageId(ids: RecentMessageIds | undefined, id: string, now: number): RecentMessageIds {
   const list = Array.isArray(ids) ? ids : [];
-  if (list.length < RECENT_IDS_CAP) return [...list, [id, now]];
-  const recent = list.filter(([, at]) => Math.abs(now - at) < DUPLICATE_WINDOW_MS).slice(-(RECENT_IDS_CAP >> 1));
-  return [...recent, [id, now]];
+  let start = 0;
+  while (start < list.length && !insideWindow(list[start], now)) start++;
+  start = Math.max(start, list.length + 1 - RECENT_IDS_CAP);
+  const next = list.slice(start);
+  next.push([id, now]);
+  return next;
 }
 
 /** When this messageId was last recorded on the session, if it was. */
 export function messageIdSeenAt(ids: RecentMessageIds | undefined, id: string): number | undefined {
   if (!Array.isArray(ids)) return undefined;
-  for (let i = ids.length - 1; i >= 0; i--) if (ids[i][0] === id) return ids[i][1];
+  for (let i = ids.length - 1; i >= 0; i--) if (Array.isArray(ids[i]) && ids[i][0] === id) return ids[i][1];
   return undefined;
 }
 
 /** Removes a messageId again (its message could not be recorded after all). */
 export function forgetMessageId(ids: RecentMessageIds | undefined, id: string): RecentMessageIds {
-  return Array.isArray(ids) ? ids.filter(([known]) => known !== id) : [];
+  return Array.isArray(ids) ? ids.filter((pair) => !Array.isArray(pair) || pair[0] !== id) : [];
 }
 
 /**

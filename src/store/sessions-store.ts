@@ -7,6 +7,7 @@ import { copyFile, link, lstat, mkdir, open, realpath, rename, unlink } from 'no
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../core/index.js';
+import { clearJournal, recoverJournal, writeJournal, type JournalSession } from './journal.js';
 import { withLock, type LockHandle } from './lock.js';
 import { memoryVolumeFor } from './memory-volume.js';
 import { DIR_MODE, FILE_MODE, resolveInside } from './paths.js';
@@ -256,7 +257,17 @@ export async function readSessionStore(storePath: string, options: ReadSessionSt
 // ---------------------------------------------------------------------------------------------
 // The update path
 
-export type SessionStoreMutator<T> = (store: SessionStore) => T | Promise<T>;
+export type SessionStoreMutator<T> = (store: SessionStore, tx: StoreTransaction) => T | Promise<T>;
+
+/**
+ * What a mutator run by transactSessionStore() may use besides the store: the held store lock and
+ * the write-ahead journal (write it before appending the records the new entries describe).
+ */
+export interface StoreTransaction {
+  readonly storePath: string;
+  readonly handle: LockHandle;
+  writeJournal(sessions: JournalSession[], now: number): Promise<void>;
+}
 
 export interface SessionStoreLockOptions {
   acquireTimeoutMs?: number;
@@ -296,6 +307,8 @@ interface PendingUpdate {
   fs: StoreFileSystem;
   lock: Required<SessionStoreLockOptions>;
   maxBatchSize: number;
+  /** A transaction: runs in a batch of its own, may have side effects, is never re-run. */
+  alone: boolean;
 }
 
 interface StoreQueue {
@@ -338,6 +351,23 @@ export function updateSessionStore<T>(
   mutate: SessionStoreMutator<T>,
   options: UpdateSessionStoreOptions = {},
 ): Promise<T> {
+  return enqueueUpdate(storePath, mutate, options, false);
+}
+
+/**
+ * The same update path for work with side effects under the store lock (ingest: plan → journal →
+ * append records → commit). `work` runs alone in its lock+read+write and is never re-run; if it
+ * throws, nothing is written and the journal it wrote is completed by the next writer.
+ */
+export function transactSessionStore<T>(
+  storePath: string,
+  work: SessionStoreMutator<T>,
+  options: UpdateSessionStoreOptions = {},
+): Promise<T> {
+  return enqueueUpdate(storePath, work, options, true);
+}
+
+function enqueueUpdate<T>(storePath: string, mutate: SessionStoreMutator<T>, options: UpdateSessionStoreOptions, alone: boolean): Promise<T> {
   const absolutePath = path.resolve(storePath);
   if (mutatingStore.getStore() === absolutePath) {
     return Promise.reject(
@@ -359,6 +389,7 @@ export function updateSessionStore<T>(
       fs: options.fs ?? fileSystemFor(absolutePath),
       lock: { ...DEFAULT_STORE_LOCK, ...definedOnly(options.lock ?? {}) },
       maxBatchSize: Math.max(1, Math.floor(options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE)),
+      alone,
     });
     statsFor(absolutePath).updates += 1;
     if (!queue.draining) {
@@ -388,7 +419,9 @@ function sameSettings(a: PendingUpdate, b: PendingUpdate): boolean {
 function takeBatch(queue: StoreQueue): PendingUpdate[] {
   const first = queue.pending[0]!;
   let count = 1;
-  while (count < queue.pending.length && count < first.maxBatchSize && sameSettings(first, queue.pending[count]!)) count += 1;
+  if (!first.alone) {
+    while (count < queue.pending.length && count < first.maxBatchSize && !queue.pending[count]!.alone && sameSettings(first, queue.pending[count]!)) count += 1;
+  }
   return queue.pending.splice(0, count);
 }
 
@@ -419,18 +452,41 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
       // Re-read inside the lock: another process may have replaced the file since we last saw it.
       // The identity of what was read is pinned: the replace checks it is still the file in place.
       const { bytes, pin } = await readPinned(fs, storePath, handle);
-      const original = bytes === null ? null : decodeAndParse(bytes, storePath);
-      const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch);
+      let original = bytes === null ? null : decodeAndParse(bytes, storePath);
+      // First complete what a writer that died after its appends left in the journal, and commit
+      // that on its own: this batch's journal will overwrite the old one.
+      const recoveredStore = original === null ? {} : original.store;
+      const recovery = await recoverJournal(storePath, recoveredStore);
+      if (recovery !== null && recovery.recovered.length > 0) {
+        const recoveredText = serializeSessionStore(recoveredStore);
+        await handle.verifyHeld();
+        await replaceStoreFile(fs, storePath, recoveredText, original !== null, pin);
+        stats.writes += 1;
+        original = { text: recoveredText, store: recoveredStore };
+      }
+      let journalToClear = recovery !== null;
+      const tx: StoreTransaction = {
+        storePath,
+        handle,
+        writeJournal: async (sessions, now) => {
+          await writeJournal(storePath, sessions, now);
+          journalToClear = journalToClear || sessions.length > 0;
+        },
+      };
+      const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch, tx);
       const nextText = serializeSessionStore(store);
       const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
       if (unchanged) {
         stats.unchangedBatches += 1;
+        if (journalToClear) await clearJournal(storePath);
         return batchOutcomes;
       }
       // A lock taken over by a waiter (we overran maxHoldMs) must not be written through.
       await handle.verifyHeld();
       await replaceStoreFile(fs, storePath, nextText, original !== null, pin);
       stats.writes += 1;
+      // A transaction that threw leaves its journal for the next writer (its records may be down).
+      if (journalToClear && batchOutcomes.every((outcome) => outcome.ok)) await clearJournal(storePath);
       return batchOutcomes;
     }));
   } catch (err) {
@@ -456,6 +512,7 @@ async function applyMutators(
   storePath: string,
   original: ParsedStoreFile | null,
   batch: PendingUpdate[],
+  tx: StoreTransaction,
 ): Promise<{ store: SessionStore; outcomes: Outcome[] }> {
   const failures = new Map<number, unknown>();
   let store: SessionStore = original === null ? {} : original.store;
@@ -467,7 +524,7 @@ async function applyMutators(
       const mutate = batch[index]!.mutate;
       const working = store;
       try {
-        values.set(index, await mutatingStore.run(storePath, () => mutate(working)));
+        values.set(index, await mutatingStore.run(storePath, () => mutate(working, tx)));
       } catch (err) {
         failures.set(index, err);
         failedNow = true;
@@ -546,14 +603,15 @@ function isRetryableConflict(err: unknown): boolean {
 /**
  * Runs one lock+read+mutate+write attempt again (lock released and taken anew) when its replace
  * found sessions.json changed under it or its lock lost: the mutators re-run on what is there,
- * so what the other writer committed stays and this batch's changes land on top.
+ * so what the other writer committed stays and this batch's changes land on top. A batch with a
+ * transaction (side effects, never re-run) fails instead; its journal is completed later.
  */
-async function withReplaceRetries<T>(_batch: PendingUpdate[], attempt: () => Promise<T>): Promise<T> {
+async function withReplaceRetries<T>(batch: PendingUpdate[], attempt: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries += 1) {
     try {
       return await attempt();
     } catch (err) {
-      if (!isRetryableConflict(err) || tries >= MAX_REPLACE_ATTEMPTS) throw err;
+      if (!isRetryableConflict(err) || tries >= MAX_REPLACE_ATTEMPTS || batch.some((update) => update.alone)) throw err;
     }
   }
 }

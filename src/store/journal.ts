@@ -1,0 +1,179 @@
+// The write-ahead journal of a sessions.json: what a writer is about to record, so that a crash
+// between "records on disk" and "registry written" leaves work the next writer completes.
+//
+// Write order of one batch (docs/write-path.md): journal (fsync) → transcript records (fsync) →
+// sessions.json (fsync) → journal emptied. The journal is a hint, never an authority: recovery
+// applies a planned entry only when (a) the registry still holds exactly the entry the plan was
+// made from (same content hash), so a batch that committed, or anything written since, is never
+// rolled back; and (b) at least one of the records the plan wrote is really in its transcript.
+// Message ids whose records are missing are taken out of the duplicate memory, so a resend of a
+// message that never reached the disk is recorded, not answered "duplicate".
+
+import { createHash } from 'node:crypto';
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { errnoOf, ioError } from '../core/index.js';
+import { isInMemory } from './memory-volume.js';
+import { resolveInside } from './paths.js';
+import type { SessionEntry, SessionStore } from './session-entry.js';
+import { readTranscript } from './transcript.js';
+
+export const JOURNAL_SUFFIX = '.journal';
+const JOURNAL_VERSION = 1;
+
+/** One session a batch is about to append to. */
+export interface JournalSession {
+  sessionKey: string;
+  /** Content hash of the entry the plan started from (null: the key had no entry). */
+  base: string | null;
+  /** The entry to install once the records are on disk. */
+  entry: SessionEntry;
+  /**
+   * The records to be appended: id, transcript file name (inside the sessions folder; a rotation
+   * inside the batch writes to two) and the messageId each one carries.
+   */
+  records: { id: string; sessionFile: string; messageId?: string }[];
+}
+
+interface JournalFile {
+  version: number;
+  pid: number;
+  writtenAt: string;
+  sessions: JournalSession[];
+}
+
+export function journalPathFor(storePath: string): string {
+  return `${storePath}${JOURNAL_SUFFIX}`;
+}
+
+/** The hash that identifies an entry's content as read from sessions.json. */
+export function entryHash(entry: unknown): string | null {
+  return entry === undefined ? null : createHash('sha256').update(JSON.stringify(entry)).digest('base64url');
+}
+
+const WRITE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW;
+
+/** Writes and fsyncs the journal before any record of the batch is appended. */
+export async function writeJournal(storePath: string, sessions: JournalSession[], now: number): Promise<void> {
+  if (sessions.length === 0 || isInMemory(storePath)) return;
+  const file = journalPathFor(storePath);
+  const body: JournalFile = { version: JOURNAL_VERSION, pid: process.pid, writtenAt: new Date(now).toISOString(), sessions };
+  const existed = await fsp.lstat(file).then(() => true, () => false);
+  try {
+    const handle = await fsp.open(file, WRITE_FLAGS, 0o600);
+    try {
+      await handle.writeFile(`${JSON.stringify(body)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    // A new name must be durable before the records it describes are.
+    if (!existed) await fsyncDir(path.dirname(file));
+  } catch (err) {
+    throw ioError(`could not write the journal ${file}`, err);
+  }
+}
+
+/** Empties the journal once the registry holds what it described (best effort: see recovery). */
+export async function clearJournal(storePath: string): Promise<void> {
+  if (isInMemory(storePath)) return;
+  try {
+    await fsp.truncate(journalPathFor(storePath), 0);
+  } catch {
+    // Missing, or not truncatable: recovery's hash rule makes a stale journal harmless.
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const handle = await fsp.open(dir, 'r');
+  try {
+    await handle.sync();
+  } catch (err) {
+    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw err;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** What recovery did: sessions completed from the journal (for doctor and tests). */
+export interface JournalRecovery {
+  recovered: string[];
+  /** Message ids whose records were not found: dropped from the duplicate memory. */
+  missingMessageIds: number;
+}
+
+/** Reads a journal; null when there is none, it is empty, or it was torn while being written. */
+export async function readJournal(storePath: string): Promise<JournalSession[] | null> {
+  if (isInMemory(storePath)) return null;
+  let text: string;
+  try {
+    const handle = await fsp.open(journalPathFor(storePath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    try {
+      if (!(await handle.stat()).isFile()) return null;
+      text = await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return null;
+  }
+  if (text.trim() === '') return null;
+  try {
+    const parsed = JSON.parse(text) as JournalFile;
+    // Torn or foreign: it was written (and fsynced) before any record, so nothing was appended.
+    return parsed?.version === JOURNAL_VERSION && Array.isArray(parsed.sessions) ? parsed.sessions : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Completes a batch that died between its appends and its registry write: called by the one
+ * sessions.json update path under the store lock, on the store it has just read.
+ */
+export async function recoverJournal(storePath: string, store: SessionStore): Promise<JournalRecovery | null> {
+  const sessions = await readJournal(storePath);
+  if (sessions === null) return null;
+  const recovery: JournalRecovery = { recovered: [], missingMessageIds: 0 };
+  const sessionsDir = path.dirname(storePath);
+  for (const session of sessions) {
+    if (typeof session?.sessionKey !== 'string' || !Array.isArray(session.records)) continue;
+    const current = Object.hasOwn(store, session.sessionKey) ? store[session.sessionKey] : undefined;
+    if (entryHash(current) !== session.base) continue; // committed, or changed since: never roll back
+    const found = new Set<string>();
+    for (const sessionFile of new Set(session.records.map((record) => record.sessionFile))) {
+      const ids = new Set(session.records.filter((record) => record.sessionFile === sessionFile).map((record) => record.id));
+      for (const id of await recordIdsIn(sessionsDir, sessionFile, ids)) found.add(id);
+    }
+    if (found.size === 0) continue; // nothing reached the disk: nothing was acknowledged
+    const entry = { ...session.entry };
+    const missing = new Set(session.records.filter((record) => !found.has(record.id) && record.messageId !== undefined).map((record) => record.messageId));
+    if (missing.size > 0 && Array.isArray(entry.recentMessageIds)) {
+      entry.recentMessageIds = (entry.recentMessageIds as [string, number][]).filter(([id]) => !missing.has(id));
+      recovery.missingMessageIds += missing.size;
+    }
+    store[session.sessionKey] = entry;
+    recovery.recovered.push(session.sessionKey);
+  }
+  return recovery;
+}
+
+/** Which of `ids` are the ids of records in the transcript (streamed; a missing file has none). */
+async function recordIdsIn(sessionsDir: string, sessionFile: unknown, ids: Set<string>): Promise<Set<string>> {
+  const found = new Set<string>();
+  if (typeof sessionFile !== 'string') return found;
+  let file: string;
+  try {
+    file = resolveInside(sessionsDir, path.basename(sessionFile));
+  } catch {
+    return found;
+  }
+  try {
+    for await (const record of readTranscript(file)) {
+      if (typeof record.id === 'string' && ids.has(record.id)) found.add(record.id);
+    }
+  } catch {
+    // Unreadable (missing, a link, I/O): treat as not recorded; doctor reports the file itself.
+  }
+  return found;
+}

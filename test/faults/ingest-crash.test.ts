@@ -1,0 +1,222 @@
+// Issue 10's crash matrix for `ingest`: real processes SIGKILLed at random moments while they take
+// a live stream (and a file), the sender resending everything not acknowledged, as a client does.
+// At the end every message is in its session's transcripts exactly once: nothing acknowledged is
+// missing, nothing is doubled. Also: a resent batch of 40 ids is 40 duplicates, and a poison line
+// never costs its neighbours their place.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { test } from 'node:test';
+import { BIN, jsonLines, runCli, tempDir } from '../helpers.js';
+
+const SESSIONS = 8;
+
+interface Message {
+  id: string;
+  line: string;
+}
+
+function messagesFor(count: number, tag: string): Message[] {
+  return Array.from({ length: count }, (_, i) => {
+    const id = `${tag}-${i}`;
+    const line = JSON.stringify({ channel: 'telegram', peer: { kind: 'group', id: `room-${i % SESSIONS}` }, text: `message ${id}`, messageId: id });
+    return { id, line };
+  });
+}
+
+/** messageId → number of user records carrying it, over every transcript (archives included). */
+function recordedCounts(stateDir: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  const sessionsDir = path.join(stateDir, 'agents', 'main', 'sessions');
+  if (!fs.existsSync(sessionsDir)) return counts;
+  for (const name of fs.readdirSync(sessionsDir)) {
+    const file = path.join(sessionsDir, name);
+    if (!name.includes('.jsonl') || !fs.lstatSync(file).isFile()) continue; // locks and tombstones are folders
+    for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
+      let record: { type?: string; message?: { role?: string; messageId?: string } };
+      try {
+        record = JSON.parse(raw);
+      } catch {
+        continue; // a torn tail of a killed writer
+      }
+      const id = record.type === 'message' && record.message?.role === 'user' ? record.message.messageId : undefined;
+      if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+interface RoundResult {
+  acked: Set<string>;
+}
+
+/**
+ * Where a round's kill lands: right after sessions.json is replaced, right after a transcript
+ * grows (the two moments a write order can get wrong), at a random time, or never.
+ */
+type KillPlan = { at: 'store-replaced' | 'transcript-grew' } | { at: 'time'; ms: number } | null;
+
+function storeIdentity(sessionsDir: string): string {
+  const stat = fs.statSync(path.join(sessionsDir, 'sessions.json'), { throwIfNoEntry: false });
+  return stat ? `${stat.ino}:${stat.mtimeMs}` : 'none';
+}
+
+function transcriptBytes(sessionsDir: string): number {
+  if (!fs.existsSync(sessionsDir)) return 0;
+  let total = 0;
+  for (const name of fs.readdirSync(sessionsDir)) {
+    if (name.endsWith('.jsonl')) total += fs.statSync(path.join(sessionsDir, name), { throwIfNoEntry: false })?.size ?? 0;
+  }
+  return total;
+}
+
+/** Polls as fast as the event loop turns and SIGKILLs the child the moment `changed` says so. */
+async function killWhen(child: ReturnType<typeof spawn>, changed: () => boolean): Promise<void> {
+  while (child.exitCode === null && child.signalCode === null) {
+    if (changed()) {
+      child.kill('SIGKILL');
+      return;
+    }
+    await nextTurn();
+  }
+}
+
+/**
+ * One `ingest` taking `pending` as a live stream in small chunks, killed after `killAfterMs`
+ * (or left to finish when null). Returns the messageIds it acknowledged.
+ */
+async function ingestRound(stateDir: string, pending: Message[], kill: KillPlan, asFile: boolean): Promise<RoundResult> {
+  const sessionsDir = path.join(stateDir, 'agents', 'main', 'sessions');
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1' };
+  for (const key of Object.keys(env)) if (key.startsWith('SWITCHBOARD_')) delete env[key];
+  const args = [BIN, 'ingest', '--state-dir', stateDir];
+  let file: string | undefined;
+  if (asFile) {
+    file = path.join(stateDir, `input-${process.hrtime.bigint()}.ndjson`);
+    fs.writeFileSync(file, pending.map((m) => m.line).join('\n') + '\n');
+    args.push(file);
+  }
+  const child = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stderr.resume();
+  child.stdin.on('error', () => undefined);
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  let killer: NodeJS.Timeout | undefined;
+  let watcher: Promise<void> = Promise.resolve();
+  if (kill?.at === 'time') killer = setTimeout(() => child.kill('SIGKILL'), kill.ms);
+  else if (kill?.at === 'store-replaced') {
+    const before = storeIdentity(sessionsDir);
+    watcher = killWhen(child, () => storeIdentity(sessionsDir) !== before);
+  } else if (kill?.at === 'transcript-grew') {
+    const before = transcriptBytes(sessionsDir);
+    watcher = killWhen(child, () => transcriptBytes(sessionsDir) > before);
+  }
+  if (!asFile) {
+    // A live stream: small chunks, so batches are small and kills land between every step.
+    for (let i = 0; i < pending.length && child.exitCode === null && child.signalCode === null; i += 3) {
+      child.stdin.write(pending.slice(i, i + 3).map((m) => `${m.line}\n`).join(''));
+      await sleep(1);
+    }
+  }
+  child.stdin.end();
+  await exited;
+  await watcher;
+  if (killer) clearTimeout(killer);
+  if (file) fs.rmSync(file, { force: true });
+  const acked = new Set<string>();
+  for (const raw of out.split('\n')) {
+    if (!raw.endsWith('}')) continue; // the last line may be cut by the kill
+    let event: { type?: string; messageId?: string; disposition?: string; persisted?: boolean };
+    try {
+      event = JSON.parse(raw);
+    } catch {
+      continue;
+    }
+    if (event.type === 'result' && event.persisted === true && typeof event.messageId === 'string') acked.add(event.messageId);
+  }
+  return { acked };
+}
+
+async function crashLoop(asFile: boolean, tag: string): Promise<void> {
+  const stateDir = tempDir();
+  const messages = messagesFor(asFile ? 300 : 240, tag);
+  const acked = new Set<string>();
+  const ackedEver: string[] = [];
+  for (let round = 0; round < 60 && acked.size < messages.length; round++) {
+    const pending = messages.filter((m) => !acked.has(m.id));
+    // Early rounds are killed at the moments that matter or at random; later ones are let finish.
+    const plans: KillPlan[] = [{ at: 'store-replaced' }, { at: 'transcript-grew' }, { at: 'time', ms: 60 + Math.floor(Math.random() * 260) }];
+    const kill = round < 36 ? plans[round % plans.length]! : null;
+    const { acked: now } = await ingestRound(stateDir, pending, kill, asFile);
+    for (const id of now) {
+      if (!acked.has(id)) ackedEver.push(id);
+      acked.add(id);
+    }
+    // Everything acknowledged so far must be on disk right now, whatever the kill hit.
+    const counts = recordedCounts(stateDir);
+    const missing = [...acked].filter((id) => (counts.get(id) ?? 0) === 0);
+    assert.deepEqual(missing, [], `round ${round}: acknowledged but not recorded`);
+  }
+  assert.equal(acked.size, messages.length, 'every message was acknowledged in the end');
+  const counts = recordedCounts(stateDir);
+  const doubled = [...counts].filter(([, n]) => n > 1).map(([id]) => id);
+  assert.deepEqual(doubled, [], 'no message recorded twice');
+  const missing = messages.filter((m) => (counts.get(m.id) ?? 0) !== 1).map((m) => m.id);
+  assert.deepEqual(missing, [], 'every message recorded exactly once');
+  // The store is consistent afterwards: doctor finds nothing to repair in it.
+  const doctor = await runCli(['doctor', '--json', '--state-dir', stateDir]);
+  assert.equal(doctor.code, 0, doctor.stdout + doctor.stderr);
+}
+
+test('SIGKILL loop over a live ingest stream, resending what was not acknowledged: 0 missing, 0 doubled', async () => {
+  await crashLoop(false, 'live');
+});
+
+test('SIGKILL loop over ingest of a file, resending what was not acknowledged: 0 missing, 0 doubled', async () => {
+  await crashLoop(true, 'file');
+});
+
+test('a resent batch of 40 messageIds is 40 duplicates (the duplicate memory is not capped at 32)', async () => {
+  const stateDir = tempDir();
+  const lines = Array.from({ length: 40 }, (_, i) =>
+    JSON.stringify({ channel: 'telegram', peer: { kind: 'direct', id: 'alice' }, text: `hello ${i}`, messageId: `m-${i}` }),
+  ).join('\n');
+  const first = await runCli(['ingest', '--state-dir', stateDir], { input: `${lines}\n` });
+  assert.equal(first.code, 0, first.stderr);
+  assert.deepEqual(jsonLines(first.stdout).map((e) => e.disposition), Array(40).fill('recorded'));
+  const again = await runCli(['ingest', '--state-dir', stateDir], { input: `${lines}\n` });
+  assert.equal(again.code, 0, again.stderr);
+  assert.deepEqual(jsonLines(again.stdout).map((e) => e.disposition), Array(40).fill('duplicate'));
+  const counts = recordedCounts(stateDir);
+  assert.equal(counts.size, 40);
+  assert.ok([...counts.values()].every((n) => n === 1));
+});
+
+test('poison lines (a thread id that is no Unicode or names too long a file) fail alone; every good line of the batch is stored', async () => {
+  const stateDir = tempDir();
+  const good = messagesFor(30, 'good');
+  const poison = [
+    // A lone surrogate: JSON allows it, a file name cannot hold it.
+    '{"channel":"telegram","peer":{"kind":"group","id":"g1"},"threadId":"\\ud800","text":"x","messageId":"p1"}',
+    JSON.stringify({ channel: 'telegram', peer: { kind: 'group', id: 'g1' }, threadId: 'é'.repeat(120), text: 'x', messageId: 'p2' }),
+    JSON.stringify({ channel: 'telegram', peer: { kind: 'group', id: 'g1' }, threadId: 't'.repeat(300), text: 'x', messageId: 'p3' }),
+  ];
+  const lines = [...good.slice(0, 10).map((m) => m.line), poison[0], ...good.slice(10, 20).map((m) => m.line), poison[1], poison[2], ...good.slice(20).map((m) => m.line)];
+  const result = await runCli(['ingest', '--state-dir', stateDir], { input: `${lines.join('\n')}\n` });
+  assert.equal(result.code, 65, result.stderr);
+  const events = jsonLines(result.stdout);
+  assert.equal(events.length, lines.length);
+  const errors = events.filter((e) => e.type === 'error');
+  assert.deepEqual(errors.map((e) => [e.line, e.code, e.path]), [
+    [11, 'BAD_MESSAGE', 'threadId'],
+    [22, 'BAD_MESSAGE', 'threadId'],
+    [23, 'BAD_MESSAGE', 'threadId'],
+  ]);
+  const counts = recordedCounts(stateDir);
+  for (const m of good) assert.equal(counts.get(m.id), 1, `${m.id} recorded once`);
+  assert.equal(counts.size, good.length);
+});

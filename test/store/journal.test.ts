@@ -1,0 +1,73 @@
+// The write-ahead journal: a writer that died after appending and before writing sessions.json
+// is completed by the next writer; a journal whose batch committed, or whose entry changed since,
+// never rolls anything back; ids whose records never reached the disk are forgotten.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { appendToTranscript, entryHash, journalPathFor, readSessionStore, updateSessionStore, type JournalSession } from '../../src/store/index.js';
+import { tempDir } from '../helpers.js';
+
+function setup(): { dir: string; storePath: string } {
+  const dir = path.join(tempDir(), 'sessions');
+  fs.mkdirSync(dir, { recursive: true });
+  return { dir, storePath: path.join(dir, 'sessions.json') };
+}
+
+function writeJournalFile(storePath: string, sessions: JournalSession[]): void {
+  fs.writeFileSync(journalPathFor(storePath), JSON.stringify({ version: 1, pid: 1, writtenAt: new Date().toISOString(), sessions }));
+}
+
+test('a journalled batch whose records are down is installed by the next writer; missing ids are forgotten', async () => {
+  const { dir, storePath } = setup();
+  const base = { sessionId: 'old', updatedAt: 1 };
+  fs.writeFileSync(storePath, JSON.stringify({ 'agent:main:a': base }));
+  // The dead writer planned a new instance with two messages but only the first record is down.
+  await appendToTranscript(path.join(dir, 'new-id.jsonl'), { type: 'message', id: 'r1', message: { role: 'user', messageId: 'm1' } }, { session: { sessionId: 'new-id' } });
+  const planned = { sessionId: 'new-id', sessionFile: 'new-id.jsonl', updatedAt: 2, recentMessageIds: [['m1', 2], ['m2', 2]] };
+  writeJournalFile(storePath, [
+    { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, records: [{ id: 'r1', sessionFile: 'new-id.jsonl', messageId: 'm1' }, { id: 'r2', sessionFile: 'new-id.jsonl', messageId: 'm2' }] },
+  ]);
+  await updateSessionStore(storePath, (store) => {
+    store['agent:main:other'] = { sessionId: 'x', updatedAt: 3 };
+  });
+  const store = await readSessionStore(storePath);
+  assert.equal(store['agent:main:a']?.sessionId, 'new-id');
+  assert.deepEqual(store['agent:main:a']?.recentMessageIds, [['m1', 2]]);
+  assert.equal(store['agent:main:other']?.sessionId, 'x');
+  assert.equal(fs.readFileSync(journalPathFor(storePath), 'utf8'), '', 'the journal is emptied once applied');
+});
+
+test('a journal never rolls back: not when its batch committed, not when the entry changed since, not without records', async () => {
+  const { dir, storePath } = setup();
+  const committed = { sessionId: 'planned', updatedAt: 5 };
+  const changed = { sessionId: 'later', updatedAt: 9 };
+  const untouched = { sessionId: 'same', updatedAt: 1 };
+  fs.writeFileSync(storePath, JSON.stringify({ 'k:committed': committed, 'k:changed': changed, 'k:norecords': untouched }));
+  await appendToTranscript(path.join(dir, 'f.jsonl'), { type: 'message', id: 'r1', message: { role: 'user' } }, { session: { sessionId: 'f' } });
+  writeJournalFile(storePath, [
+    // Its batch committed: the registry already holds the planned entry (≠ base).
+    { sessionKey: 'k:committed', base: entryHash({ sessionId: 'before', updatedAt: 1 }), entry: { sessionId: 'stale', updatedAt: 4 }, records: [{ id: 'r1', sessionFile: 'f.jsonl' }] },
+    // Something wrote the entry since: the journal's base no longer matches.
+    { sessionKey: 'k:changed', base: entryHash({ sessionId: 'older', updatedAt: 2 }), entry: { sessionId: 'stale', updatedAt: 4 }, records: [{ id: 'r1', sessionFile: 'f.jsonl' }] },
+    // Base matches but none of its records reached the disk: nothing was acknowledged.
+    { sessionKey: 'k:norecords', base: entryHash(untouched), entry: { sessionId: 'ghost', updatedAt: 4 }, records: [{ id: 'never', sessionFile: 'f.jsonl' }] },
+  ]);
+  await updateSessionStore(storePath, () => undefined);
+  const store = await readSessionStore(storePath);
+  assert.deepEqual(store['k:committed'], committed);
+  assert.deepEqual(store['k:changed'], changed);
+  assert.deepEqual(store['k:norecords'], untouched);
+});
+
+test('a torn journal (the writer died while writing it, before any record) is ignored', async () => {
+  const { storePath } = setup();
+  fs.writeFileSync(storePath, JSON.stringify({ 'k:a': { sessionId: 'a', updatedAt: 1 } }));
+  fs.writeFileSync(journalPathFor(storePath), '{"version":1,"sessions":[{"sessionKey":"k:a","ba');
+  await updateSessionStore(storePath, (store) => {
+    store['k:b'] = { sessionId: 'b', updatedAt: 2 };
+  });
+  const store = await readSessionStore(storePath);
+  assert.deepEqual(Object.keys(store).sort(), ['k:a', 'k:b']);
+});
