@@ -44,12 +44,14 @@ import {
   fileKindOf,
   formatArchiveTimestamp,
   listLocks,
+  journalPathFor,
   lockPathFor,
   lstatKind,
   openRegularFile,
   nodeStoreFileSystem,
   parseArchiveName,
   parseSessionStore,
+  readJournal,
   readRegularFile,
   readSessionStore,
   releaseLock,
@@ -101,6 +103,8 @@ export type DoctorProblemKind =
   | 'lock-tombstone'
   /** A temp file of an interrupted write, older than a minute, its lock free. */
   | 'temp-file'
+  /** sessions.json.journal names records of a batch whose writer died before sessions.json was written. */
+  | 'journal-pending'
   /** A symlink, FIFO, socket, device or folder where a store file belongs (never followed or opened). */
   | 'not-regular-file'
   /** An entry of the wrong shape (sessionFile, sessionId, timestamps…): unusable, STORE_CORRUPT for that session. */
@@ -366,6 +370,7 @@ class StoreDoctor {
     await this.step('check for temp files', () => this.checkTempFiles());
     await this.step('read the transcripts', () => this.scanTranscripts());
     await this.step('check sessions.json', () => this.checkStoreFile());
+    if (this.store !== null) await this.step('check the journal', () => this.checkJournal());
     await this.step('check the transcripts', () => this.checkTranscripts());
     if (this.store !== null) await this.step('check for orphaned transcripts', () => this.checkOrphans());
     if (this.store !== null) await this.step('check the entries', () => this.checkEntries());
@@ -598,6 +603,33 @@ class StoreDoctor {
         return { action: 'removed (it never held committed data)', changes: [{ action: 'removed', file: full }] };
       });
     }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The journal (docs/write-path.md)
+
+  /**
+   * A non-empty journal with a free store lock is a batch whose writer died after (maybe) writing
+   * its records: the next store write completes it, and --repair makes that write now.
+   */
+  private async checkJournal(): Promise<void> {
+    const storePath = this.location.storePath;
+    if (this.liveLocks.has(lockPathFor(storePath))) return; // a batch is being written right now
+    const pending = await readJournal(storePath);
+    if (pending === null) return;
+    const problem = this.problem({
+      kind: 'journal-pending',
+      file: journalPathFor(storePath),
+      message: `a writer died during a batch of ${pending.length} session(s): records it wrote are not yet in ${path.basename(storePath)}`,
+      repairable: true,
+    });
+    if (!this.repair) return;
+    await this.attempt([problem], async () => {
+      // The one update path completes the journal before anything else; nothing more to change.
+      await updateSessionStore(storePath, () => undefined, { lock: { acquireTimeoutMs: this.storeLock().acquireTimeoutMs } });
+      this.store = await readSessionStore(storePath);
+      return { action: 'completed: sessions.json now names the records that reached the transcripts', changes: [{ action: 'rewrote', file: storePath }] };
+    });
   }
 
   // -------------------------------------------------------------------------------------------

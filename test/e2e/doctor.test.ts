@@ -438,7 +438,7 @@ describe('doctor', () => {
 
     const repaired = await doctor(state, config, '--repair');
     assert.equal(repaired.code, 0, JSON.stringify(repaired.report.stores[0].problems));
-    for (const problem of repaired.report.stores[0].problems) assert.ok(['torn-tail', 'malformed-lines', 'stale-lock', 'lock-tombstone'].includes(problem.kind), problem.kind);
+    for (const problem of repaired.report.stores[0].problems) assert.ok(['torn-tail', 'malformed-lines', 'stale-lock', 'lock-tombstone', 'journal-pending'].includes(problem.kind), problem.kind);
     for (const change of repaired.report.stores[0].changes.filter((c: any) => c.action === 'kept')) {
       const original = path.basename(change.from);
       assert.deepEqual(fs.readFileSync(change.file), afterKill.get(original), `${original}: the original bytes are kept`);

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { appendToTranscript, entryHash, journalPathFor, readSessionStore, updateSessionStore, type JournalSession } from '../../src/store/index.js';
-import { tempDir } from '../helpers.js';
+import { runCli, tempDir } from '../helpers.js';
 
 function setup(): { dir: string; storePath: string } {
   const dir = path.join(tempDir(), 'sessions');
@@ -70,4 +70,34 @@ test('a torn journal (the writer died while writing it, before any record) is ig
   });
   const store = await readSessionStore(storePath);
   assert.deepEqual(Object.keys(store).sort(), ['k:a', 'k:b']);
+});
+
+test('doctor reports a pending journal (journal-pending) and --repair completes it', async () => {
+  const stateDir = tempDir();
+  const dir = path.join(stateDir, 'agents', 'main', 'sessions');
+  fs.mkdirSync(dir, { recursive: true });
+  const storePath = path.join(dir, 'sessions.json');
+  fs.writeFileSync(storePath, '{}\n');
+  const sessionId = '3f2b8a4e-1c5d-4e6f-8a9b-0c1d2e3f4a5b';
+  await appendToTranscript(
+    path.join(dir, `${sessionId}.jsonl`),
+    { type: 'message', id: 'r1', message: { role: 'user', content: [{ type: 'text', text: 'hi' }], timestamp: 1, messageId: 'm1', channel: 'telegram', runId: 'run-1' } },
+    { session: { sessionId, sessionKey: 'agent:main:main', agentId: 'main' } },
+  );
+  writeJournalFile(storePath, [
+    {
+      sessionKey: 'agent:main:main',
+      base: null,
+      entry: { sessionId, sessionFile: `${sessionId}.jsonl`, updatedAt: 1, recentMessageIds: [['m1', 1]] },
+      records: [{ id: 'r1', sessionFile: `${sessionId}.jsonl`, messageId: 'm1' }],
+    },
+  ]);
+  const check = await runCli(['doctor', '--json', '--state-dir', stateDir]);
+  assert.equal(check.code, 65, check.stderr);
+  assert.ok(JSON.parse(check.stdout).stores[0].problems.some((p: { kind: string }) => p.kind === 'journal-pending'), check.stdout);
+  const repair = await runCli(['doctor', '--repair', '--json', '--state-dir', stateDir]);
+  assert.equal(repair.code, 0, repair.stdout + repair.stderr);
+  assert.equal((await readSessionStore(storePath))['agent:main:main']?.sessionId, sessionId);
+  const again = await runCli(['doctor', '--json', '--state-dir', stateDir]);
+  assert.equal(again.code, 0, again.stdout);
 });
