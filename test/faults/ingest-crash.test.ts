@@ -8,9 +8,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
+import { killWhen, recordedCounts as countsIn, storeIdentity, transcriptBytes, type KillPlan } from '../fixtures/crash-lib.js';
 import { BIN, jsonLines, runCli, tempDir } from '../helpers.js';
+
+const recordedCounts = (stateDir: string): Map<string, number> => countsIn(path.join(stateDir, 'agents', 'main', 'sessions'));
 
 const SESSIONS = 8;
 
@@ -27,61 +30,8 @@ function messagesFor(count: number, tag: string): Message[] {
   });
 }
 
-/** messageId → number of user records carrying it, over every transcript (archives included). */
-function recordedCounts(stateDir: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  const sessionsDir = path.join(stateDir, 'agents', 'main', 'sessions');
-  if (!fs.existsSync(sessionsDir)) return counts;
-  for (const name of fs.readdirSync(sessionsDir)) {
-    const file = path.join(sessionsDir, name);
-    if (!name.includes('.jsonl') || !fs.lstatSync(file).isFile()) continue; // locks and tombstones are folders
-    for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
-      let record: { type?: string; message?: { role?: string; messageId?: string } };
-      try {
-        record = JSON.parse(raw);
-      } catch {
-        continue; // a torn tail of a killed writer
-      }
-      const id = record.type === 'message' && record.message?.role === 'user' ? record.message.messageId : undefined;
-      if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
-    }
-  }
-  return counts;
-}
-
 interface RoundResult {
   acked: Set<string>;
-}
-
-/**
- * Where a round's kill lands: right after sessions.json is replaced, right after a transcript
- * grows (the two moments a write order can get wrong), at a random time, or never.
- */
-type KillPlan = { at: 'store-replaced' | 'transcript-grew' } | { at: 'time'; ms: number } | null;
-
-function storeIdentity(sessionsDir: string): string {
-  const stat = fs.statSync(path.join(sessionsDir, 'sessions.json'), { throwIfNoEntry: false });
-  return stat ? `${stat.ino}:${stat.mtimeMs}` : 'none';
-}
-
-function transcriptBytes(sessionsDir: string): number {
-  if (!fs.existsSync(sessionsDir)) return 0;
-  let total = 0;
-  for (const name of fs.readdirSync(sessionsDir)) {
-    if (name.endsWith('.jsonl')) total += fs.statSync(path.join(sessionsDir, name), { throwIfNoEntry: false })?.size ?? 0;
-  }
-  return total;
-}
-
-/** Polls as fast as the event loop turns and SIGKILLs the child the moment `changed` says so. */
-async function killWhen(child: ReturnType<typeof spawn>, changed: () => boolean): Promise<void> {
-  while (child.exitCode === null && child.signalCode === null) {
-    if (changed()) {
-      child.kill('SIGKILL');
-      return;
-    }
-    await nextTurn();
-  }
 }
 
 /**
@@ -105,15 +55,17 @@ async function ingestRound(stateDir: string, pending: Message[], kill: KillPlan,
   child.stderr.resume();
   child.stdin.on('error', () => undefined);
   const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
+  const killChild = (): void => void child.kill('SIGKILL');
   let killer: NodeJS.Timeout | undefined;
   let watcher: Promise<void> = Promise.resolve();
   if (kill?.at === 'time') killer = setTimeout(() => child.kill('SIGKILL'), kill.ms);
   else if (kill?.at === 'store-replaced') {
     const before = storeIdentity(sessionsDir);
-    watcher = killWhen(child, () => storeIdentity(sessionsDir) !== before);
+    watcher = killWhen(alive, killChild, () => storeIdentity(sessionsDir) !== before);
   } else if (kill?.at === 'transcript-grew') {
     const before = transcriptBytes(sessionsDir);
-    watcher = killWhen(child, () => transcriptBytes(sessionsDir) > before);
+    watcher = killWhen(alive, killChild, () => transcriptBytes(sessionsDir) > before);
   }
   if (!asFile) {
     // A live stream: small chunks, so batches are small and kills land between every step.

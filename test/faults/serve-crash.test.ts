@@ -6,11 +6,11 @@
 // transcripts at once after each kill; at the end every message is recorded exactly once.
 
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
-import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, test } from 'node:test';
 import { connectClient } from '../../src/server/index.js';
+import { killWhen, recordedCounts, storeIdentity, transcriptBytes, type KillPlan } from '../fixtures/crash-lib.js';
 import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
 import { startServe, stopAllServers, type ServeProcess } from '../serve-process.js';
 
@@ -41,55 +41,7 @@ function messagesOf(client: number): Message[] {
   });
 }
 
-/** messageId → number of user records carrying it, over every transcript (archives included). */
-function recordedCounts(sessionsDir: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  if (!fs.existsSync(sessionsDir)) return counts;
-  for (const name of fs.readdirSync(sessionsDir)) {
-    const file = path.join(sessionsDir, name);
-    if (!name.includes('.jsonl') || !fs.lstatSync(file).isFile()) continue; // locks are folders
-    for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
-      let record: { type?: string; message?: { role?: string; messageId?: string } };
-      try {
-        record = JSON.parse(raw);
-      } catch {
-        continue; // a torn tail of a killed writer
-      }
-      const id = record.type === 'message' && record.message?.role === 'user' ? record.message.messageId : undefined;
-      if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
-    }
-  }
-  return counts;
-}
-
-type KillPlan = { at: 'store-replaced' | 'transcript-grew' } | { at: 'time'; ms: number } | null;
-
-function storeIdentity(sessionsDir: string): string {
-  const stat = fs.statSync(path.join(sessionsDir, 'sessions.json'), { throwIfNoEntry: false });
-  return stat ? `${stat.ino}:${stat.mtimeMs}:${stat.size}` : 'none';
-}
-
-function transcriptBytes(sessionsDir: string): number {
-  if (!fs.existsSync(sessionsDir)) return 0;
-  let total = 0;
-  for (const name of fs.readdirSync(sessionsDir)) {
-    if (name.endsWith('.jsonl')) total += fs.statSync(path.join(sessionsDir, name), { throwIfNoEntry: false })?.size ?? 0;
-  }
-  return total;
-}
-
 const alive = (server: ServeProcess): boolean => server.child.exitCode === null && server.child.signalCode === null;
-
-/** Polls as fast as the event loop turns and SIGKILLs the server the moment `changed` says so. */
-async function killWhen(server: ServeProcess, changed: () => boolean): Promise<void> {
-  while (alive(server)) {
-    if (changed()) {
-      server.signal('SIGKILL');
-      return;
-    }
-    await nextTurn();
-  }
-}
 
 interface Tally {
   /** Error events (a message answered, but not stored): sent again in a later round. */
@@ -158,10 +110,10 @@ test('SIGKILL loop of serve under several pipelining clients, resending what was
     let timer: NodeJS.Timeout | undefined;
     if (plan?.at === 'store-replaced') {
       const before = storeIdentity(sessionsDir);
-      watcher = killWhen(server, () => storeIdentity(sessionsDir) !== before);
+      watcher = killWhen(() => alive(server), () => server.signal('SIGKILL'), () => storeIdentity(sessionsDir) !== before);
     } else if (plan?.at === 'transcript-grew') {
       const before = transcriptBytes(sessionsDir);
-      watcher = killWhen(server, () => transcriptBytes(sessionsDir) > before);
+      watcher = killWhen(() => alive(server), () => server.signal('SIGKILL'), () => transcriptBytes(sessionsDir) > before);
     } else if (plan?.at === 'time') {
       timer = setTimeout(() => server.signal('SIGKILL'), plan.ms);
     }

@@ -7,12 +7,12 @@
 // for itself only, in its place.
 
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { after, test } from 'node:test';
 import { connectClient, type SwitchboardClient } from '../../src/server/index.js';
+import { recordedCounts } from '../fixtures/crash-lib.js';
 import { tempDir } from '../helpers.js';
 import { startServe, stopAllServers } from '../serve-process.js';
 
@@ -41,21 +41,6 @@ function poisonMessage(kind: PoisonKind, id: string, n: number): string {
   let deep = '"bottom"';
   for (let level = 0; level < 5000; level++) deep = `{"a":${deep}}`;
   return `{${head},"extra":${deep}}`;
-}
-
-/** messageId → number of user records carrying it, over every transcript. */
-function recordedCounts(sessionsDir: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const name of fs.readdirSync(sessionsDir)) {
-    if (!name.includes('.jsonl') || !fs.lstatSync(path.join(sessionsDir, name)).isFile()) continue;
-    for (const raw of fs.readFileSync(path.join(sessionsDir, name), 'utf8').split('\n')) {
-      if (raw === '') continue;
-      const record = JSON.parse(raw) as { type?: string; message?: { role?: string; messageId?: string } };
-      const id = record.type === 'message' && record.message?.role === 'user' ? record.message.messageId : undefined;
-      if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
-    }
-  }
-  return counts;
 }
 
 /** A well-behaved client: pipelined ingest requests of good messages; returns the ids answered as recorded. */
