@@ -6,8 +6,10 @@ import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { normalizeAgentId, systemClock } from '../core/index.js';
 import {
-  unparkAll,
+  carriedOf,
+  orphanItems,
   type ActiveRunRecord,
+  type CarriedMessage,
   type OutboxItem,
   type PendingReset,
   type ProcessRef,
@@ -153,11 +155,18 @@ async function runLockIsStale(transcript: string, run: ActiveRunRecord, staleMs:
 export interface OrphanedRun {
   run: ActiveRunRecord;
   unparked: number;
+  /** Items the dead run had claimed and not yet taken out of the queue: its turn is taken over. */
+  claimed: number;
+  /** Parked items it had leased for steering: it may have injected (and recorded) them before it died. */
+  leased: CarriedMessage[];
 }
 
 /**
- * Clears holders that died: a dead run's record goes (its parked items become followups) and a
- * dead owner's claim goes, so that the caller may take the session over. Returns the dead run.
+ * Clears holders that died: a dead run's record goes (its parked items become followups, its
+ * claimed items stay claimed for the next owner to take over) and a dead owner's claim goes, so
+ * that the caller may take the session over. Returns the dead run to report now — not one that
+ * still had claimed items: whether it recorded them is only known from its transcript, so the
+ * turn that takes the claim over reports it (or simply runs the items, never recorded).
  */
 export function clearDeadHolders(entry: QueuedEntry, liveness: Liveness): OrphanedRun | undefined {
   let orphan: OrphanedRun | undefined;
@@ -166,10 +175,10 @@ export function clearDeadHolders(entry: QueuedEntry, liveness: Liveness): Orphan
     delete entry.activeRun;
     if (entry.abortRequested === run.runId) delete entry.abortRequested;
     if (entry.stopRequested === run.runId) delete entry.stopRequested;
-    const queue = queueOf(entry);
-    const unparked = queue.filter((item) => item.state === 'parked').length;
-    if (unparked > 0) setQueue(entry, unparkAll(queue));
-    orphan = { run, unparked };
+    const leased = queueOf(entry).filter((item) => item.leasedBy === run.runId).map(carriedOf);
+    const { queue, claimed, unparked } = orphanItems(queueOf(entry), run.runId);
+    if (claimed > 0 || unparked > 0) setQueue(entry, queue);
+    if (claimed === 0) orphan = { run, unparked, claimed, leased };
   }
   if (entry.queueOwner && ownerAlive(entry.queueOwner, liveness) === false) delete entry.queueOwner;
   return orphan;
@@ -180,6 +189,26 @@ export function takeOutbox(entry: QueuedEntry): NewTranscriptEntry[] {
   const outbox = Array.isArray(entry.outbox) ? entry.outbox : [];
   delete entry.outbox;
   return outbox.flatMap((item) => item.records as NewTranscriptEntry[]);
+}
+
+/**
+ * The outbox's records, left in it: they leave it (dropOutbox) only once they are appended, so a
+ * crash in between repeats a note rather than losing it (a run_failed naming lost work, say).
+ */
+export function peekOutbox(entry: QueuedEntry | undefined): { ids: string[]; records: NewTranscriptEntry[] } {
+  const outbox = Array.isArray(entry?.outbox) ? entry.outbox : [];
+  return { ids: outbox.map((item) => item.id), records: outbox.flatMap((item) => item.records as NewTranscriptEntry[]) };
+}
+
+/** Takes the given (appended) items out of the outbox; true when something changed. */
+export function dropOutbox(entry: QueuedEntry, ids: readonly string[]): boolean {
+  if (ids.length === 0 || !Array.isArray(entry.outbox)) return false;
+  const gone = new Set(ids);
+  const rest = entry.outbox.filter((item) => !gone.has(item.id));
+  if (rest.length === entry.outbox.length) return false;
+  if (rest.length === 0) delete entry.outbox;
+  else entry.outbox = rest;
+  return true;
 }
 
 export function pushOutbox(entry: QueuedEntry, item: OutboxItem): void {
@@ -298,6 +327,8 @@ export interface RunFailedEvent {
   /** runner failure reasons (exit, timeout, aborted, spawn, protocol, …) plus `orphaned`, `lock`, `write`, `internal`. */
   reason: string;
   message: string;
+  /** Every message the run carried (its turn's and those steered into it), by runId and messageId. */
+  messages: CarriedMessage[];
 }
 
 export interface OverflowEvent {
@@ -360,15 +391,23 @@ export function expiredEventOf(item: QueueItem, currentSessionId: string): Expir
   };
 }
 
+/** What a run record says it carries; a run started straight from ingest carries its own message. */
+export function carriedBy(run: Pick<ActiveRunRecord, 'runId' | 'messages'>): CarriedMessage[] {
+  return Array.isArray(run.messages) && run.messages.length > 0 ? run.messages : [{ runId: run.runId }];
+}
+
 /** The run_failed event of a run whose holder died, and the record that goes to its transcript. */
 export function orphanFailure(orphan: OrphanedRun, sessionKey: string): { event: RunFailedEvent; record: NewTranscriptEntry } {
   const message = `run ${orphan.run.runId} was abandoned: its process (pid ${orphan.run.pid} on ${orphan.run.hostname}) is gone`;
+  // What it leased is named too: it may have been injected. If it was not, it runs as a followup.
+  const named = carriedBy(orphan.run);
+  const messages = [...named, ...orphan.leased.filter((item) => !named.some((other) => other.runId === item.runId))];
   return {
-    event: { type: 'run_failed', runId: orphan.run.runId, sessionKey, sessionId: orphan.run.sessionId, status: 'failed', reason: 'orphaned', message },
-    record: runFailedRecord(orphan.run.runId, 'failed', 'orphaned', message),
+    event: { type: 'run_failed', runId: orphan.run.runId, sessionKey, sessionId: orphan.run.sessionId, status: 'failed', reason: 'orphaned', message, messages },
+    record: runFailedRecord(orphan.run.runId, 'failed', 'orphaned', message, messages),
   };
 }
 
-export function runFailedRecord(runId: string, status: string, reason: string, message: string): NewTranscriptEntry {
-  return { type: 'custom', customType: 'run_failed', data: { runId, status, reason, message } };
+export function runFailedRecord(runId: string, status: string, reason: string, message: string, messages: CarriedMessage[]): NewTranscriptEntry {
+  return { type: 'custom', customType: 'run_failed', data: { runId, status, reason, message, messages } };
 }

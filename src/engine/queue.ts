@@ -171,7 +171,12 @@ export async function cancelQueued(ctx: EngineContext, runId: string): Promise<C
           continue;
         }
         const listed = itemsOf(location, key, entry)[index];
-        const leasedBy = queue[index].leasedBy;
+        const { leasedBy, claimedBy } = queue[index];
+        if (claimedBy !== undefined && claimedBy === entry.activeRun?.runId) {
+          throw new SwitchboardError('SESSION_BUSY', `"${runId}" is being started as run ${claimedBy} and can no longer be cancelled`, {
+            hint: `\`switchboard queue abort --session ${key}\` stops the run`,
+          });
+        }
         if (leasedBy !== undefined) {
           throw new SwitchboardError('SESSION_BUSY', `"${runId}" is being injected into run ${leasedBy} at its next boundary and can no longer be cancelled`, {
             hint: `\`switchboard queue abort --session ${key}\` stops the run, and it with it`,
@@ -218,8 +223,10 @@ export async function abortSession(ctx: EngineContext, keyOrId: string): Promise
     if (!entry) throw new SwitchboardError('NOT_FOUND', `session "${found.key}" was deleted meanwhile`);
     const queue = queueOf(entry);
     const listed = itemsOf(found.location, found.key, entry);
-    const cancelled = listed.filter((_, index) => queue[index].leasedBy === undefined);
-    const withRun = queue.filter((item) => item.leasedBy !== undefined);
+    // Items the active run has leased or claimed go with the run (recorded, or dropped with it).
+    const withTheRun = (item: (typeof queue)[number]): boolean => item.leasedBy !== undefined || (item.claimedBy !== undefined && item.claimedBy === entry.activeRun?.runId);
+    const cancelled = listed.filter((_, index) => !withTheRun(queue[index]));
+    const withRun = queue.filter(withTheRun);
     setQueue(entry, withRun);
     let aborted: string | null = null;
     if (entry.activeRun) {

@@ -4,17 +4,15 @@
 
 import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
-import { evaluateSendPolicy, parkedPrefix, unparkAll, type LaneName, type QueueDeliveryContext, type QueueItem } from '../policy/index.js';
+import { carriedOf, evaluateSendPolicy, parkedPrefix, type CarriedMessage, type LaneName, type QueueDeliveryContext, type QueueItem } from '../policy/index.js';
 import { startRun, type RunEndEvent, type RunEvent, type RunHandle, type RunMessage, type RunnerSpec } from '../runner/index.js';
 import {
   appendEntries,
   isInMemory,
   readSessionStore,
-  updateSessionStore,
   withLock,
   type LockHandle,
   type NewTranscriptEntry,
-  type SessionStore,
   type StoreLocation,
   type TranscriptSessionInfo,
 } from '../store/index.js';
@@ -22,20 +20,21 @@ import { sessionLockOptions, type EngineContext } from './context.js';
 import { acquireLaneSlot, type LaneSlot } from './lanes.js';
 import {
   droppedEventOf,
-  isThisProcess,
-  ownerRecord,
   queueOf,
   recordOfItem,
   runFailedRecord,
   runMessageOf,
   sessionRefKey,
   setQueue,
-  takeOutbox,
+  peekOutbox,
   type QueueEvent,
   type QueuedEntry,
   type RunFailedEvent,
   type SessionRef,
 } from './queue-state.js';
+import { commitClaim, commitSteer, recordedRunIds, releaseSession, releaseUnstarted, updateStore } from './run-store.js';
+
+export { updateStore };
 
 /** What the process-wide queue runtime offers a run. */
 export interface RunHost {
@@ -59,17 +58,14 @@ export interface TurnSpec {
   messages: RunMessage[];
   /** Written under the run's lock before the runner starts (the consumed queue items). */
   startRecords: NewTranscriptEntry[];
-  /** The queue items this turn consumed (put back if the session lock cannot be had). */
+  /** The queue items this turn claimed (left queued if the session lock cannot be had). */
   items: QueueItem[];
+  /** Taken over from a run that died: its items may be recorded already (checked first). */
+  recheck?: boolean;
   deliveryContext?: QueueDeliveryContext;
   shape: 'start' | 'single' | 'collect' | 'overflow';
   /** overflow turns: what the overflow event reports. */
   overflow?: { dropped: number; summary: string[] };
-}
-
-/** A store update with the configured store-lock wait. */
-export function updateStore<T>(ctx: EngineContext, location: StoreLocation, mutate: (store: SessionStore) => T): Promise<T> {
-  return updateSessionStore(location.storePath, mutate, { lock: { acquireTimeoutMs: ctx.config.session?.writeLock?.acquireTimeoutMs } });
 }
 
 /** Appends under the run's lock; the first failure (lock lost, disk) stops every later write. */
@@ -111,12 +107,18 @@ export class LocalRun {
   /** Parked items this run has leased in the store: the only ones it may inject. */
   private leased: QueueItem[] = [];
   private readonly steeredIds = new Set<string>();
+  /** What the run carries: its turn's messages, then each one steered into it. */
+  private readonly carried: CarriedMessage[];
   private leasing: Promise<void> | undefined;
   private leaseAgain = false;
   private chain: Promise<void> = Promise.resolve();
   private writer: TurnWriter | undefined;
   private lastAssistant: string | undefined;
   private finished = false;
+  /** Outbox items this run has taken to append (ids): never appended twice by it. */
+  private readonly outboxAppended = new Set<string>();
+  /** Set when the turn was taken over from a dead run that had recorded it: the run_failed message. */
+  private orphaned: string | undefined;
 
   constructor(
     private readonly ctx: EngineContext,
@@ -124,6 +126,10 @@ export class LocalRun {
     readonly turn: TurnSpec,
   ) {
     this.key = sessionRefKey(turn.ref);
+    // A run started by ingest carries the one message it was started for (same runId).
+    const first = turn.messages[0];
+    this.carried =
+      turn.items.length > 0 ? turn.items.map(carriedOf) : [first?.messageId === undefined ? { runId: turn.runId } : { runId: turn.runId, messageId: first.messageId }];
   }
 
   get runId(): string {
@@ -132,6 +138,11 @@ export class LocalRun {
 
   get location(): StoreLocation {
     return this.turn.ref.location;
+  }
+
+  /** The messages this run carries so far (what a run_failed of it names). */
+  carriedMessages(): CarriedMessage[] {
+    return [...this.carried];
   }
 
   abort(reason: string): void {
@@ -213,23 +224,37 @@ export class LocalRun {
     const onLost = (): void => this.abort('the session write lock was lost');
     handle.signal.addEventListener('abort', onLost, { once: true });
     let end: RunEndEvent | undefined;
+    let committed: Promise<void> | undefined;
     try {
       const pending = this.host.takePendingAbort(turn.runId);
       if (pending !== undefined) this.abort(pending);
       // The entry as it is now: parked items and abort requests that came before the run did.
-      const { records: outbox, entry } = await this.takeOutboxRecords();
+      const { records: outbox, ids: outboxIds, entry } = await this.readOutbox();
       this.observe(entry);
       await this.leasing;
-      await this.writer.append([...outbox, ...turn.startRecords]);
-      if (turn.shape === 'overflow' && turn.overflow) {
-        this.emit({ type: 'overflow', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, reason: 'cap', dropped: turn.overflow.dropped, summary: turn.overflow.summary });
+      // A turn taken over from a dead run whose records made it to disk is not run a second
+      // time: the records stay as they are and the run is reported, naming what it carried.
+      if (turn.recheck === true && (await recordedRunIds(turn.transcript, turn.items)).size > 0) {
+        if (await this.writer.append(outbox)) committed = commitClaim(this.ctx, turn.ref, undefined, outboxIds);
+        const dead = [...new Set(turn.items.map((item) => item.orphanedFrom).filter((id) => id !== undefined))].join(', ');
+        this.orphaned = `run ${turn.runId} was abandoned after its messages were recorded: the process that ran it (run ${dead}) is gone; not run again`;
+        end = { type: 'end', status: 'failed', exitCode: null, signal: null };
+      } else {
+        // Record first, then take the items out of the queue: a crash in between leaves them
+        // claimed, never lost. The runner need not wait for that store write (it never throws).
+        const recorded = await this.writer.append([...outbox, ...turn.startRecords]);
+        if (recorded && (turn.items.length > 0 || outboxIds.length > 0)) committed = commitClaim(this.ctx, turn.ref, turn.runId, outboxIds);
+        if (turn.shape === 'overflow' && turn.overflow) {
+          this.emit({ type: 'overflow', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, reason: 'cap', dropped: turn.overflow.dropped, summary: turn.overflow.summary });
+        }
+        end = await this.runOnLane();
       }
-      end = await this.runOnLane();
     } catch (err) {
       end = { type: 'end', status: 'failed', exitCode: null, signal: null, error: { reason: 'internal', message: toSwitchboardError(err).message } };
     } finally {
       handle.signal.removeEventListener('abort', onLost);
     }
+    await committed;
     await this.chain;
     await this.finish(end);
   }
@@ -310,6 +335,7 @@ export class LocalRun {
     if (!handle.steer(items.map(runMessageOf))) return [];
     this.leased = [];
     for (const item of items) this.steeredIds.add(item.runId);
+    this.carried.push(...items.map(carriedOf));
     return items;
   }
 
@@ -338,29 +364,20 @@ export class LocalRun {
     }
   }
 
-  /** The boundary's injection, recorded at that point (`at`): a steer record, then the messages. */
+  /**
+   * The boundary's injection, recorded at that point (`at`): a steer record, then the messages —
+   * and only once they are on disk are the items taken out of the queue (a crash in between
+   * leaves them leased by a dead run: the next owner finds their records and reports them).
+   */
   private async recordSteer(items: QueueItem[], at: number): Promise<void> {
-    const runIds = new Set(items.map((item) => item.runId));
-    try {
-      await updateStore(this.ctx, this.location, (store) => {
-        const entry = store[this.turn.ref.sessionKey] as QueuedEntry | undefined;
-        if (!entry) return;
-        const queue = queueOf(entry);
-        const rest = queue.filter((item) => !runIds.has(item.runId));
-        if (rest.length !== queue.length) {
-          setQueue(entry, rest);
-          entry.updatedAt = this.ctx.clock.now();
-        }
-      });
-    } catch {
-      // The runner already has them; if the store cannot be updated now, the end of the run
-      // removes them (steeredIds) so that they are not run a second time.
-    }
     const timestamp = new Date(at).toISOString();
-    await this.writer!.append([
+    const recorded = await this.writer!.append([
       { type: 'steer', timestamp, runId: this.turn.runId, items: items.map((item) => ({ runId: item.runId, messageId: item.messageId ?? null })) },
       ...items.map((item) => ({ ...recordOfItem(item), timestamp })),
     ]);
+    // Not recorded (the run stops): the run's end still removes them (steeredIds) — the runner
+    // has them, so they are not run a second time — and its run_failed names them.
+    if (recorded) await commitSteer(this.ctx, this.turn.ref, this.turn.runId, items, [...this.carried]);
   }
 
   /** sendPolicy, the reply record, the delivery mirror, then the reply event. */
@@ -405,22 +422,26 @@ export class LocalRun {
     });
   }
 
-  /** Takes the outbox's records (the caller appends them) and returns a copy of the entry. */
-  private async takeOutboxRecords(): Promise<{ records: NewTranscriptEntry[]; entry: QueuedEntry | undefined }> {
+  /**
+   * The entry as stored now and its outbox's records (left in the outbox until appended), but
+   * none this run has appended already: their removal from the store may still be under way.
+   */
+  private async readOutbox(): Promise<{ records: NewTranscriptEntry[]; ids: string[]; entry: QueuedEntry | undefined }> {
     try {
-      return await updateStore(this.ctx, this.location, (store) => {
-        const entry = store[this.turn.ref.sessionKey] as QueuedEntry | undefined;
-        const records = entry && Array.isArray(entry.outbox) && entry.outbox.length > 0 ? takeOutbox(entry) : [];
-        return { records, entry: entry === undefined ? undefined : structuredClone(entry) };
-      });
+      const entry = (await readSessionStore(this.location.storePath))[this.turn.ref.sessionKey] as QueuedEntry | undefined;
+      const fresh = entry && Array.isArray(entry.outbox) ? { ...entry, outbox: entry.outbox.filter((item) => !this.outboxAppended.has(item.id)) } : entry;
+      const peeked = peekOutbox(fresh);
+      for (const id of peeked.ids) this.outboxAppended.add(id);
+      return { ...peeked, entry };
     } catch {
-      return { records: [], entry: undefined }; // they stay in the outbox for the next holder
+      return { records: [], ids: [], entry: undefined }; // they stay in the outbox for the next holder
     }
   }
 
+  /** Appends what waits in the outbox, then takes it out of the outbox (in that order). */
   private async flushOutbox(): Promise<void> {
-    const { records } = await this.takeOutboxRecords();
-    await this.writer!.append(records);
+    const { records, ids } = await this.readOutbox();
+    if (records.length > 0 && (await this.writer!.append(records))) await commitClaim(this.ctx, this.turn.ref, undefined, ids);
   }
 
   /** run_failed when it did not end `done`, then the session goes back to its queue. */
@@ -430,16 +451,17 @@ export class LocalRun {
     let failure: RunFailedEvent | undefined;
     if (end.status !== 'done' || writeFailure !== undefined) {
       const status = end.status === 'done' ? 'failed' : end.status;
-      const reason = writeFailure !== undefined && end.status !== 'aborted' ? 'write' : (end.error?.reason ?? status);
-      const message = writeFailure !== undefined ? toSwitchboardError(writeFailure).message : (end.error?.message ?? `run ended ${status}`);
-      failure = { type: 'run_failed', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status, reason, message };
-      await this.writer?.append([runFailedRecord(turn.runId, status, reason, message)]);
+      const reason = this.orphaned !== undefined ? 'orphaned' : writeFailure !== undefined && end.status !== 'aborted' ? 'write' : (end.error?.reason ?? status);
+      const message = this.orphaned ?? (writeFailure !== undefined ? toSwitchboardError(writeFailure).message : (end.error?.message ?? `run ended ${status}`));
+      const messages = [...this.carried];
+      failure = { type: 'run_failed', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status, reason, message, messages };
+      await this.writer?.append([runFailedRecord(turn.runId, status, reason, message, messages)]);
       this.emit(failure);
     }
     this.finished = true;
     await this.leasing;
-    const { outbox, dropped } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds);
-    await this.writer?.append(outbox);
+    if (this.writer !== undefined) await this.flushOutbox();
+    const { dropped } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds);
     for (const item of dropped) this.emit(droppedEventOf(item, 'stopped'));
     this.emit({ type: 'run_ended', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status: failure?.status ?? 'done' });
   }
@@ -450,56 +472,9 @@ function assistantRecord(text: string, at: number, extra: Record<string, unknown
 }
 
 /**
- * The end of a run in the store: activeRun and its abort request go, parked items that were not
- * injected become followups, the queue stays owned by this process while anything waits.
- * Retried a few times: a session left marked active would stay busy until this process exits.
- */
-async function releaseSession(
-  ctx: EngineContext,
-  ref: SessionRef,
-  runId: string,
-  steered: ReadonlySet<string>,
-): Promise<{ outbox: NewTranscriptEntry[]; dropped: QueueItem[] }> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await updateStore(ctx, ref.location, (store) => {
-        const entry = store[ref.sessionKey] as QueuedEntry | undefined;
-        if (!entry) return { outbox: [], dropped: [] };
-        const now = ctx.clock.now();
-        const stopped = entry.stopRequested === runId;
-        if (entry.activeRun?.runId === runId) delete entry.activeRun;
-        if (entry.abortRequested === runId) delete entry.abortRequested;
-        if (stopped) delete entry.stopRequested;
-        const remaining = queueOf(entry).filter((item) => !steered.has(item.runId));
-        // A stopped run takes what it had leased with it; otherwise they become followups.
-        const dropped = stopped ? remaining.filter((item) => item.leasedBy === runId) : [];
-        const queue = unparkAll(remaining.filter((item) => !(stopped && item.leasedBy === runId)));
-        setQueue(entry, queue);
-        const outbox = takeOutbox(entry);
-        if (!entry.activeRun) {
-          if (queue.length === 0 && !entry.pendingReset) {
-            if (!entry.queueOwner || isThisProcess(entry.queueOwner)) delete entry.queueOwner;
-          } else {
-            entry.queueOwner = ownerRecord(now);
-          }
-        }
-        entry.updatedAt = now;
-        return { outbox, dropped };
-      });
-    } catch (err) {
-      if (attempt >= 4) {
-        process.emitWarning(`switchboard: could not release session ${ref.sessionKey} after run ${runId}: ${toSwitchboardError(err).message}`);
-        return { outbox: [], dropped: [] };
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
-    }
-  }
-}
-
-/**
  * Runs one turn to its end, holding the session write lock throughout. If the lock cannot be had
- * (a holder that does not let go), the turn's queue items go back to the head of the queue, the
- * session is left for a later process, and a run_failed event says why. Never throws.
+ * (a holder that does not let go), the turn's claimed items stay queued (unclaimed), the session
+ * is left for a later process, and a run_failed event says why. Never throws.
  */
 export async function executeTurn(ctx: EngineContext, host: RunHost, turn: TurnSpec): Promise<void> {
   const run = new LocalRun(ctx, host, turn);
@@ -511,38 +486,16 @@ export async function executeTurn(ctx: EngineContext, host: RunHost, turn: TurnS
       await run.execute(handle);
     });
   } catch (err) {
-    if (!entered) await lockFailed(ctx, host, turn, err);
+    if (!entered) await lockFailed(ctx, host, run, err);
   } finally {
     host.unregister(run);
   }
 }
 
-async function lockFailed(ctx: EngineContext, host: RunHost, turn: TurnSpec, err: unknown): Promise<void> {
-  const error = toSwitchboardError(err);
-  host.suppressDrain(turn.ref);
-  try {
-    await updateStore(ctx, turn.ref.location, (store) => {
-      const entry = store[turn.ref.sessionKey] as QueuedEntry | undefined;
-      if (!entry) return;
-      if (entry.activeRun?.runId === turn.runId) delete entry.activeRun;
-      if (entry.abortRequested === turn.runId) delete entry.abortRequested;
-      setQueue(entry, [...turn.items, ...queueOf(entry)]);
-      if (entry.queueOwner && isThisProcess(entry.queueOwner)) delete entry.queueOwner;
-      entry.updatedAt = ctx.clock.now();
-    });
-  } catch {
-    // Nothing more to do here; the run_failed event below still reports it.
-  }
-  const requeued = turn.items.length > 0 ? `; its ${turn.items.length} queued message(s) stay queued for a later ingest` : '';
-  host.emit({
-    type: 'run_failed',
-    runId: turn.runId,
-    sessionKey: turn.ref.sessionKey,
-    sessionId: turn.sessionId,
-    status: 'failed',
-    reason: 'lock',
-    message: `${error.message}${requeued}`,
-  });
+async function lockFailed(ctx: EngineContext, host: RunHost, run: LocalRun, err: unknown): Promise<void> {
+  host.suppressDrain(run.turn.ref);
+  const { turn } = run;
+  await releaseUnstarted(ctx, turn.ref, { runId: turn.runId, sessionId: turn.sessionId, items: turn.items, carried: run.carriedMessages() }, toSwitchboardError(err), (event) => host.emit(event));
 }
 
 /** A fresh id for items switchboard creates itself (the overflow summary). */

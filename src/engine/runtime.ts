@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, toSwitchboardError } from '../core/index.js';
 import {
+  carriedOf,
   collectPrompt,
   planNextTurn,
   singleSender,
@@ -33,13 +34,14 @@ import {
   runnerFor,
   sessionRefKey,
   setQueue,
-  takeOutbox,
+  peekOutbox,
   unknownHolders,
   type Liveness,
   type QueueEvent,
   type QueuedEntry,
   type SessionRef,
 } from './queue-state.js';
+import { commitClaim } from './run-store.js';
 import { LocalRun, executeTurn, updateStore, type RunHost, type TurnSpec } from './runs.js';
 
 const POLL_INTERVAL_MS = 250;
@@ -293,12 +295,16 @@ interface DrainTurn {
   shape: 'single' | 'collect' | 'overflow';
   runId: string;
   lane: LaneName;
+  /** Some item was held by a run that died: check the transcript before recording it again. */
+  recheck: boolean;
 }
 
 interface DrainPlan {
   kind: 'need-liveness' | 'stop' | 'done' | 'wait' | 'turn';
   events: QueueEvent[];
+  /** The outbox's records (and their ids): they leave the outbox once appended. */
   records: NewTranscriptEntry[];
+  outboxIds: string[];
   rotation?: { previousSessionId: string; previousSessionFile?: string; reason: string; model?: string };
   sessionId?: string;
   sessionFile?: string;
@@ -314,7 +320,7 @@ interface DrainPlan {
  * rotated instance expire, and the next turn is claimed when its quiet window has passed.
  */
 function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, hasRunner: boolean, now: number, nowWall: number, afterOverflow: boolean): DrainPlan {
-  const plan: DrainPlan = { kind: 'stop', events: [], records: [], waitMs: 0 };
+  const plan: DrainPlan = { kind: 'stop', events: [], records: [], outboxIds: [], waitMs: 0 };
   const entry = store[ref.sessionKey] as QueuedEntry | undefined;
   if (!entry) return plan;
   if (unknownHolders(entry, liveness)) return { ...plan, kind: 'need-liveness' };
@@ -356,10 +362,9 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
     setQueue(entry, keep);
     changed = true;
   }
-  if (Array.isArray(entry.outbox) && entry.outbox.length > 0) {
-    plan.records = takeOutbox(entry);
-    changed = true;
-  }
+  const outbox = peekOutbox(entry);
+  plan.records = outbox.records;
+  plan.outboxIds = outbox.ids;
   plan.sessionId = entry.sessionId;
   plan.sessionFile = entry.sessionFile as string | undefined;
 
@@ -390,14 +395,18 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
     plan.kind = 'done';
     return finish(plan, entry, changed, now);
   }
-  setQueue(entry, next.rest);
-  const runId = next.items[0].runId;
+  // Claimed, not removed: the items leave the queue only once their user record is on disk
+  // (LocalRun.commitClaim), so a crash before that leaves them here for the next owner.
+  const runId = next.items[0].claimedBy ?? next.items[0].runId;
+  const chosen = new Set(next.items);
+  const items = next.items.map((item) => ({ ...item, claimedBy: runId }));
+  setQueue(entry, keep.map((item) => (chosen.has(item) ? { ...item, claimedBy: runId } : item)));
   const lane: LaneName = next.items.some((item) => item.kind === 'cron') ? 'cron' : 'main';
-  entry.activeRun = { ...THIS_PROCESS, runId, sessionId: entry.sessionId, startedAt: now, lane };
+  entry.activeRun = { ...THIS_PROCESS, runId, sessionId: entry.sessionId, startedAt: now, lane, messages: items.map(carriedOf) };
   if (entry.abortRequested !== undefined) delete entry.abortRequested;
   if (entry.stopRequested !== undefined) delete entry.stopRequested;
   plan.kind = 'turn';
-  plan.turn = { items: next.items, shape: next.shape, runId, lane };
+  plan.turn = { items, shape: next.shape, runId, lane, recheck: items.some((item) => item.orphanedFrom !== undefined) };
   return finish(plan, entry, true, now);
 }
 
@@ -442,14 +451,15 @@ async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: Session
       preRecords.push(notice);
     }
   }
-  preRecords.push(...plan.records);
   if (sessionId === undefined) return { kind: plan.kind === 'done' ? 'done' : 'stop' };
   const transcript = transcriptPathIn(location, plan.sessionFile ?? `${sessionId}.jsonl`);
 
   if (plan.kind === 'turn' && plan.turn && spec) {
+    // The run reads the outbox itself once it holds the session lock (nothing is appended twice).
     await executeTurn(ctx, runtime, buildTurn(ctx, ref, plan.turn, sessionId, transcript, spec, preRecords));
     return { kind: 'turn', shape: plan.turn.shape };
   }
+  preRecords.push(...plan.records);
   if (preRecords.length > 0) {
     try {
       await appendToTranscript(transcript, preRecords, {
@@ -457,6 +467,8 @@ async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: Session
         clock: ctx.clock,
         lockOptions: sessionLockOptions(ctx, { sessionKey: ref.sessionKey }),
       });
+      // Appended: now they may leave the outbox (a crash before this repeats them, never loses them).
+      if (plan.outboxIds.length > 0) await commitClaim(ctx, ref, undefined, plan.outboxIds);
     } catch (err) {
       process.emitWarning(`switchboard: could not record queue notes in ${transcript}: ${toSwitchboardError(err).message}`);
     }
@@ -475,7 +487,7 @@ function buildTurn(
   preRecords: NewTranscriptEntry[],
 ): TurnSpec {
   const head = turn.items[0];
-  const base = { ref, sessionId, transcript, runId: turn.runId, lane: turn.lane, spec, items: turn.items, deliveryContext: head.deliveryContext };
+  const base = { ref, sessionId, transcript, runId: turn.runId, lane: turn.lane, spec, items: turn.items, recheck: turn.recheck, deliveryContext: head.deliveryContext };
   if (turn.shape === 'overflow') {
     const summary = head.summaries ?? [];
     return {

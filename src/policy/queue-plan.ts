@@ -53,6 +53,23 @@ export interface QueueItem {
    * reported dropped. Cleared when the run ends without injecting it (it becomes a followup).
    */
   leasedBy?: string;
+  /**
+   * The run that took this item for its turn. The item leaves the queue only once its user record
+   * is on disk (claim → record + fsync → removal), so a crash in between leaves it claimed; a
+   * claim whose run died is taken over as it was (same runId, same turn) by the next owner.
+   */
+  claimedBy?: string;
+  /**
+   * The runId of a run that died holding this item (claimed or leased for steering): it may have
+   * recorded it already, so the transcript is checked before it is recorded again.
+   */
+  orphanedFrom?: string;
+}
+
+/** A message a run carries: what its run_failed names when the run fails or its process dies. */
+export interface CarriedMessage {
+  runId: string;
+  messageId?: string;
 }
 
 /** A process, as far as another process on the same host can check that it is still alive. */
@@ -71,6 +88,8 @@ export interface ActiveRunRecord extends ProcessRef {
   sessionId: string;
   startedAt: number;
   lane: LaneName;
+  /** The messages the run carries (its turn's and those steered into it); absent = only its own runId. */
+  messages?: CarriedMessage[];
 }
 
 /** `entry.queueOwner`: the process that drains this session's queue (the session lane holder). */
@@ -135,9 +154,9 @@ export type Admission =
       abortActive: boolean;
     };
 
-/** Items that count against the cap (the overflow summary does not). */
+/** Items that count against the cap (the overflow summary does not, nor items a run has claimed). */
 export function waitingItems(queue: readonly QueueItem[]): QueueItem[] {
-  return queue.filter((item) => item.kind !== 'overflow');
+  return queue.filter((item) => item.kind !== 'overflow' && item.claimedBy === undefined);
 }
 
 /** The session is busy: a live run, anything waiting, or a rotation still to apply. */
@@ -172,7 +191,8 @@ export function planAdmission(input: AdmissionInput): Admission {
     case 'followup':
       return { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };
     case 'steer': {
-      const canPark = input.activeRun && !input.pendingReset && input.queue.every((item) => item.state === 'parked');
+      // Items the active run has claimed are its own (recorded a moment later), not waiting work.
+      const canPark = input.activeRun && !input.pendingReset && input.queue.every((item) => item.state === 'parked' || item.claimedBy !== undefined);
       return canPark
         ? { action: 'enqueue', state: 'parked', disposition: 'steered', abortActive: false }
         : { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };
@@ -200,13 +220,13 @@ export function enqueueItem(
   overflowRunId: () => string,
 ): { queue: QueueItem[]; dropped: DroppedItem[]; rejected: boolean } {
   const cap = Math.max(1, settings.cap);
-  const evictable = queue.filter((candidate) => candidate.kind !== 'overflow' && candidate.leasedBy === undefined).length;
+  const evictable = queue.filter((candidate) => isEvictable(candidate)).length;
   if (waitingItems(queue).length - evictable >= cap) return { queue: [...queue], dropped: [], rejected: true };
   const next = [...queue];
   const dropped: DroppedItem[] = [];
   let waiting = waitingItems(next).length;
   while (waiting >= cap) {
-    const index = next.findIndex((candidate) => candidate.kind !== 'overflow' && candidate.leasedBy === undefined);
+    const index = next.findIndex((candidate) => isEvictable(candidate));
     if (index < 0) break;
     const [victim] = next.splice(index, 1);
     waiting -= 1;
@@ -243,6 +263,11 @@ export function enqueueItem(
   }
   next.push(item);
   return { queue: next, dropped, rejected: false };
+}
+
+/** Leased and claimed items belong to a run: the cap never drops them. */
+function isEvictable(item: QueueItem): boolean {
+  return item.kind !== 'overflow' && item.leasedBy === undefined && item.claimedBy === undefined;
 }
 
 export const SUMMARY_MAX_CHARS = 160;
@@ -310,6 +335,8 @@ export type TurnPlan =
  */
 export function planNextTurn(queue: readonly QueueItem[], nowWall: number, options: { afterOverflow?: boolean } = {}): TurnPlan {
   if (queue.length === 0) return { kind: 'empty' };
+  const claimed = claimedTurn(queue);
+  if (claimed !== undefined) return claimed;
   const head = queue[0];
   if (head.kind === 'overflow') {
     // Under sustained input at the cap every arrival drops one more message and renews the
@@ -350,6 +377,21 @@ export function planNextTurn(queue: readonly QueueItem[], nowWall: number, optio
   return { kind: 'turn', shape: 'collect', items, rest };
 }
 
+/**
+ * A claim left by a run that died before its items were recorded and removed: that same turn
+ * (its items, its shape) goes first and at once — it was due already, and re-planning it could
+ * mix items that may already be recorded with new ones.
+ */
+function claimedTurn(queue: readonly QueueItem[]): TurnPlan | undefined {
+  const first = queue.find((item) => item.claimedBy !== undefined);
+  if (first === undefined) return undefined;
+  const items = queue.filter((item) => item.claimedBy === first.claimedBy);
+  const rest = queue.filter((item) => item.claimedBy !== first.claimedBy);
+  const head = items[0];
+  const shape = head.kind === 'overflow' ? 'overflow' : head.mode === 'collect' ? 'collect' : 'single';
+  return { kind: 'turn', shape, items, rest };
+}
+
 /** Splits the queue into what may still run in this address's instance(s) and what is pinned to a rotated one. */
 export function splitByInstance(queue: readonly QueueItem[], sessionId: string, pendingSessionId?: string): { keep: QueueItem[]; expired: QueueItem[] } {
   const keep: QueueItem[] = [];
@@ -365,6 +407,7 @@ export function splitByInstance(queue: readonly QueueItem[], sessionId: string, 
 export function parkedPrefix(queue: readonly QueueItem[], sessionId: string): QueueItem[] {
   const prefix: QueueItem[] = [];
   for (const item of queue) {
+    if (item.claimedBy !== undefined) continue; // taken by a turn, recorded in a moment: not ahead of them
     if (item.state !== 'parked' || item.sessionId !== sessionId) break;
     prefix.push(item);
   }
@@ -378,6 +421,32 @@ export function unparkAll(queue: readonly QueueItem[]): QueueItem[] {
     const { leasedBy: _leasedBy, ...rest } = item;
     return { ...rest, state: 'queued' as const };
   });
+}
+
+/**
+ * The queue after the run `runId` died: items it had claimed stay claimed (their turn is taken
+ * over as it was), parked items it had leased become followups; both are marked orphanedFrom,
+ * because the dead run may have recorded them before it could take them out of the queue.
+ */
+export function orphanItems(queue: readonly QueueItem[], runId: string): { queue: QueueItem[]; claimed: number; unparked: number } {
+  let claimed = 0;
+  let unparked = 0;
+  const next = queue.map((item): QueueItem => {
+    if (item.claimedBy === runId) {
+      claimed += 1;
+      return { ...item, orphanedFrom: runId };
+    }
+    if (item.state !== 'parked') return item;
+    unparked += 1;
+    const { leasedBy, ...rest } = item;
+    return leasedBy === runId ? { ...rest, state: 'queued', orphanedFrom: runId } : { ...rest, state: 'queued' };
+  });
+  return { queue: next, claimed, unparked };
+}
+
+/** How a run names a message it carries (runId, and messageId when the message had one). */
+export function carriedOf(item: Pick<QueueItem, 'runId' | 'messageId'>): CarriedMessage {
+  return item.messageId === undefined ? { runId: item.runId } : { runId: item.runId, messageId: item.messageId };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import {
   SUMMARY_MAX_CHARS,
   collectPrompt,
   enqueueItem,
+  orphanItems,
   overflowPrompt,
   parkedPrefix,
   parseControlCommand,
@@ -17,6 +18,7 @@ import {
   splitByInstance,
   summaryLine,
   unparkAll,
+  waitingItems,
   type AdmissionInput,
   type QueueItem,
 } from '../../src/policy/index.js';
@@ -264,6 +266,54 @@ describe('instances, parking and prompts', () => {
   it('a batch from different senders carries no single sender', () => {
     assert.deepEqual(singleSender([item({ sender: { id: 'a', name: 'A' } }), item({ sender: { id: 'a', name: 'A' } })]), { id: 'a', name: 'A' });
     assert.equal(singleSender([item({ sender: { id: 'a' } }), item({ sender: { id: 'b' } })]), undefined);
+  });
+});
+
+describe('claims: a turn\'s items stay queued until recorded', () => {
+  it('a claim left by a dead run is the next turn, at once and as it was', () => {
+    const a = item({ mode: 'collect', claimedBy: 'X', wallAt: 5000, debounceMs: 10_000 });
+    const other = item({ mode: 'followup' });
+    const b = item({ mode: 'collect', claimedBy: 'X' });
+    const newer = item({ mode: 'collect' });
+    const plan = planNextTurn([a, other, b, newer], 5001);
+    assert.equal(plan.kind, 'turn');
+    if (plan.kind !== 'turn') return;
+    assert.equal(plan.shape, 'collect');
+    assert.deepEqual(plan.items, [a, b], 'only the claimed items: a newer collect item does not join');
+    assert.deepEqual(plan.rest, [other, newer]);
+  });
+
+  it('claimed items do not count against the cap and are never dropped for room', () => {
+    const claimed = item({ claimedBy: 'X' });
+    const waiting = item();
+    assert.deepEqual(waitingItems([claimed, waiting]), [waiting]);
+    const next = enqueueItem([claimed, waiting], item(), { cap: 1, dropPolicy: 'old' }, () => 'ov');
+    assert.deepEqual(next.dropped.map((d) => d.item), [waiting]);
+    assert.ok(next.queue.includes(claimed));
+  });
+
+  it('a claimed head does not stop parking or the parked prefix behind it', () => {
+    const claimed = item({ claimedBy: 'X' });
+    const parked = item({ state: 'parked', mode: 'steer' });
+    assert.deepEqual(parkedPrefix([claimed, parked], 's1'), [parked]);
+    const base: AdmissionInput = { kind: 'user', mode: 'steer', cap: 20, dropPolicy: 'old', activeRun: true, queue: [claimed], pendingReset: false, resetTrigger: false, canStart: true };
+    assert.deepEqual(planAdmission(base), { action: 'enqueue', state: 'parked', disposition: 'steered', abortActive: false });
+  });
+
+  it('orphanItems: the dead run\'s claims stay claimed, its leases become followups, both marked', () => {
+    const claimed = item({ claimedBy: 'X' });
+    const leased = item({ state: 'parked', leasedBy: 'X' });
+    const parked = item({ state: 'parked' });
+    const result = orphanItems([claimed, leased, parked], 'X');
+    assert.deepEqual([result.claimed, result.unparked], [1, 2]);
+    assert.deepEqual(
+      result.queue.map((q) => [q.runId, q.state, q.claimedBy, q.leasedBy, q.orphanedFrom]),
+      [
+        [claimed.runId, 'queued', 'X', undefined, 'X'],
+        [leased.runId, 'queued', undefined, undefined, 'X'],
+        [parked.runId, 'queued', undefined, undefined, undefined],
+      ],
+    );
   });
 });
 

@@ -1,0 +1,177 @@
+// A run's bookkeeping in the store and its transcript, in the drain order that loses nothing:
+// a turn's items are claimed in the queue (runtime.planDrain), their user record is appended and
+// fsynced, and only then are they taken out of the queue (commitClaim). A turn that takes over
+// the claim of a dead run first looks in the transcript for its records (recordedRunIds).
+
+import { toSwitchboardError } from '../core/index.js';
+import { unparkAll, type CarriedMessage, type QueueItem } from '../policy/index.js';
+import { readTranscript, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
+import type { EngineContext } from './context.js';
+import { dropOutbox, isThisProcess, ownerRecord, queueOf, setQueue, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
+
+/** A store update with the configured store-lock wait. */
+export function updateStore<T>(ctx: EngineContext, location: StoreLocation, mutate: (store: SessionStore) => T): Promise<T> {
+  return updateSessionStore(location.storePath, mutate, { lock: { acquireTimeoutMs: ctx.config.session?.writeLock?.acquireTimeoutMs } });
+}
+
+/**
+ * The runIds among `items` that the transcript already records: a user message of that runId, a
+ * collect record listing it, or an overflow record. Streams the file (it may be large; this only
+ * runs for turns taken over from a dead run). A missing or unreadable file records nothing.
+ */
+export async function recordedRunIds(transcript: string, items: readonly Pick<QueueItem, 'runId'>[]): Promise<Set<string>> {
+  const wanted = new Set(items.map((item) => item.runId));
+  const found = new Set<string>();
+  try {
+    for await (const record of readTranscript(transcript)) {
+      if (record.type === 'queue_overflow' && typeof record.runId === 'string' && wanted.has(record.runId)) found.add(record.runId);
+      if (record.type !== 'message') continue;
+      const message = record.message as Record<string, unknown> | undefined;
+      if (message?.role !== 'user') continue;
+      if (typeof message.runId === 'string' && wanted.has(message.runId)) found.add(message.runId);
+      if (Array.isArray(message.collected)) {
+        for (const part of message.collected as { runId?: unknown }[]) if (typeof part?.runId === 'string' && wanted.has(part.runId)) found.add(part.runId);
+      }
+    }
+  } catch {
+    // No transcript yet (or not readable): nothing of these items is recorded in it.
+  }
+  return found;
+}
+
+/**
+ * After the turn's user record (and the outbox items `outboxIds`) are on disk: its claimed items
+ * leave the queue, those outbox items the outbox. If this update fails, the run's release
+ * removes the items (the outbox items are appended again by a later holder: a repeated note,
+ * never a lost one); if the process dies first, the next owner finds the items claimed, finds
+ * their record, and reports the run instead of recording them again.
+ */
+export async function commitClaim(ctx: EngineContext, ref: SessionRef, runId: string | undefined, outboxIds: readonly string[] = []): Promise<void> {
+  try {
+    await updateStore(ctx, ref.location, (store) => {
+      const entry = store[ref.sessionKey] as QueuedEntry | undefined;
+      if (!entry) return;
+      const queue = queueOf(entry);
+      const rest = runId === undefined ? queue : queue.filter((item) => item.claimedBy !== runId);
+      const dropped = dropOutbox(entry, outboxIds);
+      if (rest.length === queue.length && !dropped) return;
+      setQueue(entry, rest);
+      entry.updatedAt = ctx.clock.now();
+    });
+  } catch {
+    // releaseSession takes the items out at the end of the run.
+  }
+}
+
+/**
+ * After steered items are recorded: out of the queue, and into the run's record of what it
+ * carries (so that a run_failed for a dead holder names them too).
+ */
+export async function commitSteer(ctx: EngineContext, ref: SessionRef, runId: string, items: readonly QueueItem[], carried: CarriedMessage[]): Promise<void> {
+  const runIds = new Set(items.map((item) => item.runId));
+  try {
+    await updateStore(ctx, ref.location, (store) => {
+      const entry = store[ref.sessionKey] as QueuedEntry | undefined;
+      if (!entry) return;
+      const queue = queueOf(entry);
+      setQueue(entry, queue.filter((item) => !runIds.has(item.runId)));
+      if (entry.activeRun?.runId === runId) entry.activeRun.messages = carried;
+      entry.updatedAt = ctx.clock.now();
+    });
+  } catch {
+    // The records are on disk: the end of the run removes them from the queue (steeredIds).
+  }
+}
+
+/**
+ * The end of a run in the store: activeRun and its abort request go, the items it claimed go
+ * (recorded, or named by its run_failed), parked items that were not injected become followups,
+ * the queue stays owned by this process while anything waits.
+ * Retried a few times: a session left marked active would stay busy until this process exits.
+ */
+export async function releaseSession(
+  ctx: EngineContext,
+  ref: SessionRef,
+  runId: string,
+  steered: ReadonlySet<string>,
+): Promise<{ dropped: QueueItem[] }> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await updateStore(ctx, ref.location, (store) => {
+        const entry = store[ref.sessionKey] as QueuedEntry | undefined;
+        if (!entry) return { dropped: [] };
+        const now = ctx.clock.now();
+        const stopped = entry.stopRequested === runId;
+        if (entry.activeRun?.runId === runId) delete entry.activeRun;
+        if (entry.abortRequested === runId) delete entry.abortRequested;
+        if (stopped) delete entry.stopRequested;
+        const remaining = queueOf(entry).filter((item) => !steered.has(item.runId) && item.claimedBy !== runId);
+        // A stopped run takes what it had leased with it; otherwise they become followups.
+        const dropped = stopped ? remaining.filter((item) => item.leasedBy === runId) : [];
+        const queue = unparkAll(remaining.filter((item) => !(stopped && item.leasedBy === runId)));
+        setQueue(entry, queue);
+        // The outbox stays: what came after the run's last flush is appended by the next drain.
+        if (!entry.activeRun) {
+          if (queue.length === 0 && !entry.pendingReset) {
+            if (!entry.queueOwner || isThisProcess(entry.queueOwner)) delete entry.queueOwner;
+          } else {
+            entry.queueOwner = ownerRecord(now);
+          }
+        }
+        entry.updatedAt = now;
+        return { dropped };
+      });
+    } catch (err) {
+      if (attempt >= 4) {
+        process.emitWarning(`switchboard: could not release session ${ref.sessionKey} after run ${runId}: ${toSwitchboardError(err).message}`);
+        return { dropped: [] };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
+    }
+  }
+}
+
+/**
+ * The session lock could not be had: the run never started, its claimed items stay queued (the
+ * claim is dropped, they were not recorded), the session is left for a later process, and a
+ * run_failed event says why.
+ */
+export async function releaseUnstarted(
+  ctx: EngineContext,
+  ref: SessionRef,
+  turn: { runId: string; sessionId: string; items: readonly QueueItem[]; carried: CarriedMessage[] },
+  error: { message: string },
+  emit: (event: QueueEvent) => void,
+): Promise<void> {
+  try {
+    await updateStore(ctx, ref.location, (store) => {
+      const entry = store[ref.sessionKey] as QueuedEntry | undefined;
+      if (!entry) return;
+      if (entry.activeRun?.runId === turn.runId) delete entry.activeRun;
+      if (entry.abortRequested === turn.runId) delete entry.abortRequested;
+      setQueue(
+        entry,
+        queueOf(entry).map((item) => {
+          if (item.claimedBy !== turn.runId) return item;
+          const { claimedBy: _claimedBy, ...rest } = item;
+          return rest;
+        }),
+      );
+      if (entry.queueOwner && isThisProcess(entry.queueOwner)) delete entry.queueOwner;
+      entry.updatedAt = ctx.clock.now();
+    });
+  } catch {
+    // Nothing more to do here; the run_failed event below still reports it.
+  }
+  const requeued = turn.items.length > 0 ? `; its ${turn.items.length} queued message(s) stay queued for a later ingest` : '';
+  emit({
+    type: 'run_failed',
+    runId: turn.runId,
+    sessionKey: ref.sessionKey,
+    sessionId: turn.sessionId,
+    status: 'failed',
+    reason: 'lock',
+    message: `${error.message}${requeued}`,
+    messages: turn.carried,
+  });
+}

@@ -1,0 +1,265 @@
+// Issue 10 item 2, "queued, then lost": real `switchboard ingest` processes with real runners, the
+// process draining the durable queue SIGKILLed at random moments and taken over by the next one;
+// runner processes SIGKILLed mid-run. At the end every acknowledged message is recorded in a
+// transcript exactly once (found by its runId) or reported by name (dropped/expired), never
+// silently lost and never doubled, and every run that failed names every message it carried.
+
+import assert from 'node:assert/strict';
+import { randomInt, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import {
+  FIXTURES,
+  LiveIngest,
+  allTranscripts,
+  assertStoreValid,
+  dm,
+  ingestAll,
+  killLiveIngests,
+  eventsOf,
+  queueEnv,
+  readStore,
+  sessionsDir,
+  transcriptOf,
+  type QueueEnv,
+} from '../fixtures/queue-lib.js';
+
+after(killLiveIngests);
+
+const ROUNDS = 6;
+const PER_PEER = 3;
+/** One session per peer; each drains in its own mode (the message's `queue.mode` field). */
+const PEERS: [string, string][] = [
+  ['ann', 'collect'],
+  ['bob', 'collect'],
+  ['cid', 'followup'],
+  ['dee', 'steer'],
+];
+
+interface Tally {
+  /** runId → how many user records carry it (a collect record carries several). */
+  recorded: Map<string, number>;
+  /** runId of a run → the runIds of the messages its user record(s) carry. */
+  carried: Map<string, string[]>;
+  /** run_failed records in the transcripts: runId → the runIds they name. */
+  failedRecords: { runId: string; messages: string[] | undefined }[];
+}
+
+function tally(env: QueueEnv): Tally {
+  const recorded = new Map<string, number>();
+  const carried = new Map<string, string[]>();
+  const failedRecords: Tally['failedRecords'] = [];
+  const count = (runId: string): void => void recorded.set(runId, (recorded.get(runId) ?? 0) + 1);
+  for (const { records } of allTranscripts(env)) {
+    for (const record of records) {
+      if (record.type === 'message' && record.message?.role === 'user') {
+        const message = record.message;
+        const ids: string[] = Array.isArray(message.collected) ? message.collected.map((item: any) => item.runId) : [message.runId];
+        for (const id of ids) count(id);
+        carried.set(message.runId, [...(carried.get(message.runId) ?? []), ...ids]);
+      } else if (record.type === 'steer') {
+        // Steered into run `record.runId`: it carried them too (their own records are counted above).
+        carried.set(record.runId, [...(carried.get(record.runId) ?? []), ...record.items.map((item: any) => item.runId)]);
+      } else if (record.type === 'custom' && record.customType === 'run_failed') {
+        const data = record.data ?? {};
+        failedRecords.push({ runId: data.runId, messages: Array.isArray(data.messages) ? data.messages.map((m: any) => m.runId) : undefined });
+      }
+    }
+  }
+  return { recorded, carried, failedRecords };
+}
+
+function ackedRunIds(events: any[]): string[] {
+  return events.filter((e) => e.type === 'result' && e.persisted === true && e.disposition !== 'duplicate').map((e) => e.runId);
+}
+
+/**
+ * The accounting every scenario ends with: acknowledged messages recorded exactly once or
+ * reported dropped/expired (a run_failed alone does not count: the message's text would be gone),
+ * nothing recorded twice, and each failed run named every message its user record carried.
+ */
+function assertAccounted(env: QueueEnv, events: any[], acked: string[]): Tally {
+  const t = tally(env);
+  const reported = new Set(events.filter((e) => e.type === 'dropped' || e.type === 'expired').map((e) => e.runId));
+  const lost = acked.filter((id) => (t.recorded.get(id) ?? 0) === 0 && !reported.has(id));
+  const onlyFailed = lost.filter((id) => events.some((e) => e.type === 'run_failed' && e.runId === id));
+  assert.deepEqual(lost, [], `${lost.length} of ${acked.length} acknowledged messages left no record (${onlyFailed.length} of them only a run_failed line)`);
+  const doubled = [...t.recorded].filter(([, n]) => n > 1).map(([id]) => id);
+  assert.deepEqual(doubled, [], `${doubled.length} messages recorded more than once`);
+
+  const failures = [
+    ...events.filter((e) => e.type === 'run_failed').map((e) => ({ runId: e.runId as string, messages: Array.isArray(e.messages) ? e.messages.map((m: any) => m.runId) : undefined, from: 'event' })),
+    ...t.failedRecords.map((r) => ({ ...r, from: 'record' })),
+  ];
+  for (const failure of failures) {
+    const carried = t.carried.get(failure.runId);
+    if (carried === undefined) continue; // a run that never recorded its message is re-run, not failed
+    // It may name more: what a dead run held for steering is named whether or not it got it.
+    const unnamed = carried.filter((id) => !(failure.messages ?? []).includes(id));
+    assert.deepEqual(unnamed, [], `run_failed (${failure.from}) of run ${failure.runId} must name every message it carried: ${JSON.stringify(failure.messages)}`);
+  }
+  const store = readStore(env);
+  for (const [key, entry] of Object.entries(store)) {
+    assert.equal(entry.activeRun, undefined, `${key}: no run left active`);
+    assert.equal(entry.queue, undefined, `${key}: nothing left queued: ${JSON.stringify(entry.queue)}`);
+    assert.equal(entry.outbox, undefined, `${key}: nothing left in the outbox`);
+  }
+  assertStoreValid(env);
+  return t;
+}
+
+describe('queued messages survive SIGKILL of the process that drains them', () => {
+  test(`${ROUNDS} rounds: each ingest is killed at a random moment of its drains, the next takes over`, async () => {
+    const env = queueEnv({
+      session: { dmScope: 'per-peer', writeLock: { staleMs: 2000 } },
+      agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 15, toolCalls: 2 } } },
+      messages: { queue: { debounceMs: 5, cap: 200 } },
+    }, 'sb-qcrash-');
+    const events: any[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const live = new LiveIngest(env);
+      const batch = PEERS.flatMap(([peer, mode]) =>
+        Array.from({ length: PER_PEER }, (_, i) => dm(peer, `round ${round} ${peer} #${i}`, { runId: `r${round}-${peer}-${i}`, messageId: `m${round}-${peer}-${i}`, queue: { mode } })),
+      );
+      live.send(...batch);
+      await live.result(batch.length);
+      // Somewhere in the drains that follow: claims, records, runs, releases.
+      await new Promise((resolve) => setTimeout(resolve, randomInt(0, 250)));
+      live.child.kill('SIGKILL');
+      await live.exited;
+      events.push(...live.events);
+    }
+    const last = await ingestAll(env, []);
+    assert.equal(last.code, 0, last.stderr);
+    events.push(...last.events);
+    const acked = ackedRunIds(events);
+    assert.equal(acked.length, ROUNDS * PEERS.length * PER_PEER, 'every line was acknowledged before its process was killed');
+    assertAccounted(env, events, acked);
+  });
+});
+
+describe('runner processes killed mid-run', () => {
+  test('every message a killed run carried is recorded once and named by its run_failed', async () => {
+    const env = queueEnv({
+      session: { dmScope: 'per-peer' },
+      agents: { defaults: { runner: { command: [process.execPath, path.join(FIXTURES, 'runner-killable.js'), 'run'], steering: false } } },
+      messages: { queue: { debounceMs: 5, cap: 200 } },
+    }, 'sb-qcrash-runner-');
+    fs.writeFileSync(env.log, '');
+    const live = new LiveIngest(env);
+    const killed = new Set<string>();
+    let seen = 0;
+    let watching = true;
+    // Kills the first run of each session at once and others at random moments of their work;
+    // only processes that are still our runner (the pid is checked against its command line).
+    const watcher = (async () => {
+      const firstOf = new Set<string>();
+      while (watching) {
+        const lines = fs.readFileSync(env.log, 'utf8').split('\n').filter(Boolean);
+        for (const entry of lines.slice(seen)) {
+          const [pid, runId] = entry.split(' ');
+          const peer = runId.split('-')[1];
+          const first = !firstOf.has(peer);
+          firstOf.add(peer);
+          if (!first && randomInt(0, 2) === 0) continue;
+          setTimeout(() => {
+            try {
+              if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('runner-killable')) return;
+              process.kill(Number(pid), 'SIGKILL');
+              killed.add(runId);
+            } catch {
+              // already gone: it finished first
+            }
+          }, first ? 0 : randomInt(0, 150));
+        }
+        seen = lines.length;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    const batch = (wave: number) =>
+      PEERS.slice(0, 3).flatMap(([peer, mode]) =>
+        Array.from({ length: PER_PEER }, (_, i) => dm(peer, `wave ${wave} ${peer} #${i}`, { runId: `w${wave}-${peer}-${i}`, messageId: `n${wave}-${peer}-${i}`, queue: { mode } })),
+      );
+    try {
+      const first = batch(0);
+      live.send(...first);
+      await live.result(first.length);
+      await live.waitFor((e) => e.type === 'run_failed', 'a killed run');
+      live.send(...batch(1));
+      await live.finish();
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    assert.ok(killed.size > 0, 'some runner was killed mid-run');
+    const acked = ackedRunIds(live.events);
+    assert.equal(acked.length, 2 * 3 * PER_PEER);
+    const failed = live.events.filter((e) => e.type === 'run_failed');
+    assert.ok(failed.length > 0);
+    assertAccounted(env, live.events, acked);
+  });
+});
+
+describe('a claim left by a process that died between claiming and removing', () => {
+  const KEY = 'agent:main:direct:eve';
+  const eve = (text: string, extra: Record<string, unknown>) => dm('eve', text, { queue: { mode: 'collect' }, ...extra });
+
+  /**
+   * A session whose process died right after claiming the collect turn [a, b] (the state a drain
+   * leaves between its claim and its removal): the runner never finished, the process is gone.
+   * With `recorded`, the claim's user record made it to disk before the death.
+   */
+  async function diedHoldingClaim(recorded: boolean): Promise<QueueEnv> {
+    const base = { session: { dmScope: 'per-peer', writeLock: { staleMs: 2000 } }, messages: { queue: { debounceMs: 5 } } };
+    const env = queueEnv({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } } }, 'sb-qclaim-');
+    const live = new LiveIngest(env);
+    live.send(eve('first', { runId: 'first' }), eve('a', { runId: 'a', messageId: 'ma' }), eve('b', { runId: 'b', messageId: 'mb' }));
+    await live.result(3);
+    await live.waitFor((e) => e.type === 'run_started', 'the first run');
+    live.child.kill('SIGKILL');
+    await live.exited;
+    // What the drain of that process would have written after the first run: the claim.
+    const storePath = path.join(sessionsDir(env), 'sessions.json');
+    const store = JSON.parse(fs.readFileSync(storePath, 'utf8'));
+    const entry = store[KEY];
+    assert.deepEqual(entry.queue.map((item: any) => item.runId), ['a', 'b']);
+    entry.queue = entry.queue.map((item: any) => ({ ...item, claimedBy: 'a' }));
+    entry.activeRun = { ...entry.activeRun, runId: 'a', messages: [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }] };
+    fs.writeFileSync(storePath, JSON.stringify(store, null, 2));
+    if (recorded) {
+      const file = path.join(sessionsDir(env), entry.sessionFile);
+      const last = transcriptOf(env, KEY).at(-1);
+      const record = {
+        type: 'message',
+        id: randomUUID(),
+        parentId: last.id ?? null,
+        timestamp: new Date().toISOString(),
+        message: { role: 'user', content: [{ type: 'text', text: 'collected a, b' }], timestamp: Date.now(), channel: 'telegram', runId: 'a', collected: [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }] },
+      };
+      fs.appendFileSync(file, `${JSON.stringify(record)}\n`);
+    }
+    fs.writeFileSync(env.config, JSON.stringify({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 5 } } } }));
+    return env;
+  }
+
+  test('recorded before the death: reported by name (run_failed naming a and b), not recorded or run again', async () => {
+    const env = await diedHoldingClaim(true);
+    const next = await ingestAll(env, []);
+    assert.equal(next.code, 0, next.stderr);
+    const failed = eventsOf(next.events, 'run_failed');
+    assert.deepEqual(failed.map((e) => [e.runId, e.reason, e.messages]), [['a', 'orphaned', [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }]]]);
+    assert.deepEqual(eventsOf(next.events, 'reply'), []);
+    assertAccounted(env, next.events, ['a', 'b']);
+  });
+
+  test('not recorded: the claimed turn runs once, as it was', async () => {
+    const env = await diedHoldingClaim(false);
+    const next = await ingestAll(env, []);
+    assert.equal(next.code, 0, next.stderr);
+    assert.deepEqual(eventsOf(next.events, 'run_failed'), []);
+    assert.deepEqual(eventsOf(next.events, 'run_started').map((e) => [e.runId, e.messages]), [['a', 2]]);
+    assertAccounted(env, next.events, ['a', 'b']);
+    assert.equal(tally(env).recorded.get('a'), 1);
+  });
+});
