@@ -237,14 +237,13 @@ async function appendUnderLock(
     await handle.verifyHeld(); // last check before the write: a holder that lost its lock writes nothing
     wroteSomething = true;
     // Fenced: this process's own max-hold release waits for the write and fsync to finish, so
-    // the lock cannot change hands under them; a takeover by another process during the write
-    // is found right after it, and the append is then not reported as done.
+    // the lock cannot change hands under them. A record written after the check above is on
+    // disk and is reported as written: failing it would invite a resend that doubles it.
     await handle.fence(async () => {
       await writeFully(fh, payload);
       await fh.sync();
     });
     if (createdFile) await fsyncDirectory(path.dirname(file));
-    await handle.verifyHeld();
 
     rememberTail(file, { dev: stat.dev, ino: stat.ino, size: stat.size + payload.length, lastEntryId: parentId });
     return { entries: written, createdFile, wroteHeader, startedFreshLine, bytesWritten: payload.length };
