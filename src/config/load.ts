@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, packageRoot } from '../core/index.js';
 import type { SwitchboardConfig } from './types.js';
+import { checkCurrentFormat, configGeneration } from './openclaw-format.js';
 import { describeSchemaErrors, jsonPathOf, schemaValidator } from './validators.js';
 
 export type ConfigSource = 'flag' | 'env' | 'state-dir' | 'openclaw' | 'none';
@@ -59,14 +60,20 @@ export async function parseConfigText(text: string, label: string): Promise<Swit
     }
   }
   const validate = schemaValidator('config');
-  if (!validate(data)) {
-    const problems = describeSchemaErrors(validate.errors);
-    throw new SwitchboardError('CONFIG_INVALID', `${label}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`, {
-      details: { file: label, problems, path: problems[0]?.split(':')[0] },
-      hint: problems.length > 1 ? problems.join('\n') : 'see `switchboard config show` for the expected shape',
-    });
-  }
+  const problems = validate(data) ? [] : describeSchemaErrors(validate.errors);
+  // The current format's own rules (roster keys, ownership, binding agents) need a well-typed file.
+  if (problems.length === 0 && configGeneration(data as SwitchboardConfig) === 'entries') problems.push(...checkCurrentFormat(data as SwitchboardConfig));
+  if (problems.length > 0) throw configProblems(label, problems);
   return data as SwitchboardConfig;
+}
+
+/** One CONFIG_INVALID naming every problem (not just the first), each as `json.path: what is wrong`. */
+export function configProblems(label: string, problems: string[]): SwitchboardError {
+  const message = problems.length === 1 ? `${label}: ${problems[0]}` : `${label}: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`;
+  return new SwitchboardError('CONFIG_INVALID', message, {
+    details: { file: label, problems, path: problems[0]?.split(':')[0] },
+    hint: `fix the file, then check it with \`switchboard config validate --config ${label}\``,
+  });
 }
 
 export async function loadConfig(options: LocateOptions): Promise<LoadedConfig> {

@@ -4,6 +4,8 @@
 export type PeerKind = 'direct' | 'group' | 'channel';
 export type DmScope = 'main' | 'per-peer' | 'per-channel-peer' | 'per-account-channel-peer';
 export type ResetMode = 'none' | 'daily' | 'idle';
+/** How group and channel peers are keyed (OpenClaw 2026.9.6 configs): one session per group, or the main session. */
+export type GroupScope = 'per-group' | 'main';
 
 export interface BindingMatch {
   channel?: string;
@@ -17,7 +19,19 @@ export interface BindingMatch {
 export interface Binding {
   agentId: string;
   match: BindingMatch;
+  /** `route` (default) or `acp`; acp bindings attach a conversation to a runtime and never route. */
+  type?: 'route' | 'acp';
+  comment?: string;
+  /** Per-binding session scope (OpenClaw 2026.9.6): wins over the global value when this binding matches. */
+  session?: { dmScope?: DmScope; groupScope?: GroupScope };
   incognito?: boolean;
+  [key: string]: unknown;
+}
+
+/** One entry of `agents.entries` (the current roster shape): the key is the agent id. */
+export interface AgentEntry {
+  default?: boolean;
+  name?: string;
   [key: string]: unknown;
 }
 
@@ -49,6 +63,7 @@ export interface SendPolicyRule {
 
 export interface SessionConfig {
   dmScope?: DmScope;
+  groupScope?: GroupScope;
   mainKey?: string;
   identityLinks?: Record<string, string[]>;
   store?: string;
@@ -82,13 +97,16 @@ export interface QueueConfig {
 
 export interface SwitchboardConfig {
   agents?: {
-    defaults?: { runner?: RunnerConfig; maxConcurrent?: number; [key: string]: unknown };
+    defaults?: { runner?: RunnerConfig; maxConcurrent?: number; systemAgent?: { agentId?: string }; [key: string]: unknown };
     list?: AgentConfig[];
+    entries?: Record<string, AgentEntry>;
+    ownership?: 'explicit';
     [key: string]: unknown;
   };
   bindings?: Binding[];
   session?: SessionConfig;
   messages?: { queue?: QueueConfig; [key: string]: unknown };
+  channels?: Record<string, unknown>;
   cron?: { maxConcurrent?: number; sessionRetention?: string | number | false; [key: string]: unknown };
   [key: string]: unknown;
 }

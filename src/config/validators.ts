@@ -48,8 +48,11 @@ export function describeSchemaErrors(errors: SchemaError[] | null | undefined): 
   const lines: string[] = [];
   for (const error of errors ?? []) {
     const missing = error.keyword === 'required' ? String(error.params.missingProperty) : undefined;
-    const path = jsonPathOf(error.instancePath, missing);
+    const extra = error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : undefined;
+    const path = jsonPathOf(error.instancePath, missing ?? extra);
     let message = error.message ?? error.keyword;
+    // A typo'd key in a strict object (a binding's match, a sendPolicy rule) must be named, not summarised.
+    if (extra !== undefined) message = 'unknown key';
     if (error.keyword === 'enum') message += `: ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     if (missing !== undefined) message = 'is required';
     const line = `${path}: ${message}`;

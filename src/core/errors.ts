@@ -13,6 +13,8 @@ export const EXIT_CODES = {
   SESSION_BUSY: 75,
   STORE_BUSY: 75,
   CONFIG_INVALID: 78,
+  /** Several agents, explicit ownership, no system agent, and no binding claims the message. */
+  NO_OWNER: 78,
 } as const;
 
 export type ErrorCode = keyof typeof EXIT_CODES;

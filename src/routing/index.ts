@@ -3,8 +3,8 @@
 
 export type * from './types.js';
 export { normalizeRouteInput, normalizePeer, normalizePeerKind, describeType } from './normalize.js';
-export { compileRoutingTable, type RoutingTable, type CompiledBinding, type AgentInfo } from './routing-table.js';
-export { resolveRoute, explainRoute, selectAgent, routeFor, type RouteResolution, type RouteExplanation } from './resolve.js';
+export { compileRoutingTable, type RoutingTable, type CompiledBinding, type AgentInfo, type OwnerSource } from './routing-table.js';
+export { resolveRoute, explainRoute, selectAgent, routeFor, noOwnerError, type RouteResolution, type RouteExplanation } from './resolve.js';
 export {
   buildSessionKey,
   parseSessionKey,

@@ -1,6 +1,7 @@
 // Agent selection (the nine tiers) and route assembly. resolveRoute uses the binding index;
 // explainRoute walks every binding of the channel with the same predicates to say why each lost.
 
+import { SwitchboardError } from '../core/index.js';
 import type { AccountBucket, CompiledBinding, RoutingTable } from './routing-table.js';
 import { peerClassOf } from './routing-table.js';
 import { buildSessionKey } from './session-key.js';
@@ -137,15 +138,38 @@ export interface RouteResolution {
   derivation: KeyDerivation;
 }
 
+/**
+ * The refusal for a message nobody owns: OpenClaw 2026.9.6 will not guess an agent when several are
+ * configured under explicit ownership and neither a binding nor a system agent names one.
+ */
+export function noOwnerError(table: RoutingTable, input: RouteInput, selection: AgentSelection, trace?: TraceTier[]): SwitchboardError {
+  const where = `${input.channel} account ${input.accountId}`;
+  const why = selection.binding
+    ? `bindings[${selection.binding.index}] matched (${selection.matchedBy}) but has a blank agentId, which means the fallback owner`
+    : 'no binding matched';
+  const example = JSON.stringify({ agentId: '<agentId>', match: { channel: input.channel, accountId: input.accountId } });
+  const agents = table.agents.map((agent) => agent.id).join(', ');
+  return new SwitchboardError('NO_OWNER', `no agent owns ${where}: ${why}, and with several agents (${agents}) under explicit ownership there is no fallback owner`, {
+    hint: `add a channel-wide binding such as ${example} (replace <agentId> with one of ${agents}), or set agents.defaults.systemAgent.agentId`,
+    details: { channel: input.channel, accountId: input.accountId, agents: table.agents.map((agent) => agent.id), ...(trace ? { trace } : {}) },
+  });
+}
+
 /** Assembles the ResolvedRoute for a selection: agent, then the key from the session policy. */
 export function routeFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): RouteResolution {
-  const agentId = selection.binding?.agentId ?? table.defaultAgentId;
+  const binding = selection.binding;
+  const agentId = binding && !binding.usesOwner ? binding.agentId : table.owner;
+  if (agentId === undefined) throw noOwnerError(table, input, selection);
+  // The matched binding's own scope wins; the default tier has no binding and uses the global one.
+  const dmScope = binding?.session?.dmScope ?? table.dmScope;
+  const groupScope = binding?.session?.groupScope ?? table.groupScope;
   const { sessionKey, mainSessionKey, derivation } = buildSessionKey({
     agentId,
     channel: input.channel,
     accountId: input.accountId,
     peer: input.peer,
-    dmScope: table.dmScope,
+    dmScope,
+    ...(table.generation === 'entries' ? { groupScope, keepPeerCase: table.keepPeerCase } : {}),
     mainKey: table.mainKey,
     identityLinks: table.identityLinks,
     threadId: input.threadId,
@@ -155,13 +179,13 @@ export function routeFor(table: RoutingTable, input: RouteInput, selection: Agen
       agentId,
       channel: input.channel,
       accountId: input.accountId,
-      dmScope: table.dmScope,
+      dmScope,
       sessionKey,
       mainSessionKey,
       lastRoutePolicy: sessionKey === mainSessionKey ? 'main' : 'session',
       matchedBy: selection.matchedBy,
     },
-    binding: selection.binding,
+    binding,
     derivation,
   };
 }
@@ -227,5 +251,7 @@ export function explainRoute(table: RoutingTable, input: RouteInput): RouteExpla
     ...(winner ? { skipped: `not reached (${winner.matchedBy} matched)` } : {}),
     candidates: [],
   });
+  // No owner: the trace is the answer to "why", so it travels with the refusal.
+  if ((selection.binding === undefined || selection.binding.usesOwner) && table.owner === undefined) throw noOwnerError(table, input, selection, trace);
   return { ...routeFor(table, input, selection), trace };
 }

@@ -1,11 +1,15 @@
-// Compiles a config into a RoutingTable once per load: agents, the default agent, identity
+// Compiles a config into a RoutingTable once per load: agents, the fallback owner, identity
 // links and the binding index keyed by channel → account → tier bucket, so resolution cost
 // does not grow with the number of bindings.
 
 import { SwitchboardError, normalizeAccountId, normalizeAgentId } from '../core/index.js';
-import type { Binding, BindingMatch, DmScope, PeerKind, SwitchboardConfig } from '../config/types.js';
+import type { Binding, BindingMatch, DmScope, GroupScope, PeerKind, SwitchboardConfig } from '../config/types.js';
+import { configGeneration, type ConfigGeneration } from '../config/index.js';
 import { normalizePeerKind } from './normalize.js';
+import { channelSectionBindings, entriesRoster, listRoster, type AgentInfo, type OwnerSource } from './roster.js';
 import { compileIdentityLinks, normalizeMainKey, type IdentityLinkTable } from './session-key.js';
+
+export type { AgentInfo, OwnerSource } from './roster.js';
 
 /** `direct` peers only match `direct`; `group` and `channel` match each other. */
 export type PeerClass = 'direct' | 'group';
@@ -27,6 +31,12 @@ export interface CompiledBinding {
   roles: string[];
   match: BindingMatch;
   incognito: boolean;
+  /** A blank agentId (agents.entries configs): the binding routes to the fallback owner, if any. */
+  usesOwner: boolean;
+  /** The binding's own session scope (agents.entries configs), winning over the global one. */
+  session?: { dmScope?: DmScope; groupScope?: GroupScope };
+  /** Set for a binding OpenClaw adds for a `channels.<id>` section: that section's key. */
+  section?: string;
   /** The tier this binding competes in first (1 for exact peers, which also compete in 2). */
   tier: number;
 }
@@ -42,17 +52,20 @@ export interface AccountBucket {
   plain: CompiledBinding[];
 }
 
-export interface AgentInfo {
-  id: string;
-  configIndex: number;
-  isDefault: boolean;
-}
-
 export interface RoutingTable {
+  /** Which OpenClaw config generation the rules come from (the file's shape decides). */
+  generation: ConfigGeneration;
   agents: AgentInfo[];
+  /** The agent of the `default` tier; undefined when nobody owns unclaimed messages (they are refused). */
+  owner?: string;
+  ownerSource?: OwnerSource;
+  /** The agent commands use when none is named: the owner, else the first agent of the roster. */
   defaultAgentId: string;
   dmScope: DmScope;
+  groupScope: GroupScope;
   mainKey: string;
+  /** agents.entries configs: Signal group and Matrix group/channel ids keep their case in keys. */
+  keepPeerCase: boolean;
   identityLinks: IdentityLinkTable;
   bindings: CompiledBinding[];
   /** channel → account pattern → bucket. */
@@ -83,7 +96,7 @@ function accountPatternOf(raw: unknown): string {
   return trimmed === '*' ? '*' : normalizeAccountId(trimmed);
 }
 
-function tierOf(binding: Omit<CompiledBinding, 'tier'>): number {
+function tierOf(binding: Pick<CompiledBinding, 'peer' | 'guildId' | 'roles' | 'teamId' | 'accountPattern'>): number {
   if (binding.peer) return binding.peer.wildcard ? 3 : 1;
   if (binding.guildId) return binding.roles.length > 0 ? 4 : 5;
   if (binding.teamId) return 6;
@@ -91,7 +104,7 @@ function tierOf(binding: Omit<CompiledBinding, 'tier'>): number {
 }
 
 /** Returns the compiled binding, or undefined (with a warning) for a binding that can never match. */
-function compileBinding(raw: Binding, index: number, warnings: string[]): CompiledBinding | undefined {
+function compileBinding(raw: Binding, index: number, agentId: string, warnings: string[]): Omit<CompiledBinding, 'usesOwner'> | undefined {
   const match = raw.match ?? {};
   const channel = text(match.channel)?.toLowerCase();
   if (!channel) {
@@ -111,7 +124,7 @@ function compileBinding(raw: Binding, index: number, warnings: string[]): Compil
   const roles = Array.isArray(match.roles) ? match.roles.map((role) => text(role)).filter((role): role is string => !!role) : [];
   const partial = {
     index,
-    agentId: normalizeAgentId(raw.agentId),
+    agentId,
     channel,
     accountPattern: accountPatternOf(match.accountId),
     peer,
@@ -146,51 +159,91 @@ function indexBinding(bucket: AccountBucket, binding: CompiledBinding): void {
   }
 }
 
-/** Builds the routing table; a binding to an agent missing from a non-empty agents.list is CONFIG_INVALID. */
-export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
-  const warnings: string[] = [];
-  const list = Array.isArray(config.agents?.list) ? config.agents!.list : [];
-  const agents: AgentInfo[] = list.map((agent, configIndex) => ({
-    id: normalizeAgentId(agent?.id),
-    configIndex,
-    isDefault: agent?.default === true,
-  }));
-  const explicitDefault = agents.find((agent) => agent.isDefault);
-  const defaultAgentId = explicitDefault?.id ?? agents[0]?.id ?? 'main';
-  if (agents.length > 1 && !explicitDefault) {
-    warnings.push(`several agents (${agents.map((a) => a.id).join(', ')}) and none marked default: "${defaultAgentId}" (the first) is used`);
-  }
-  const knownAgents = new Set(agents.map((agent) => agent.id));
+const GROUP_SCOPES: readonly GroupScope[] = ['per-group', 'main'];
 
+function bindingSession(raw: Binding): CompiledBinding['session'] {
+  const session = raw.session;
+  if (!session || typeof session !== 'object') return undefined;
+  const out: NonNullable<CompiledBinding['session']> = {};
+  if (DM_SCOPES.includes(session.dmScope as DmScope)) out.dmScope = session.dmScope;
+  if (GROUP_SCOPES.includes(session.groupScope as GroupScope)) out.groupScope = session.groupScope;
+  return out.dmScope || out.groupScope ? out : undefined;
+}
+
+function unknownAgent(path: string, raw: unknown, rosterName: string, known: Iterable<string>): SwitchboardError {
+  return new SwitchboardError('CONFIG_INVALID', `${path}: agent "${String(raw)}" is not in ${rosterName} (known agents: ${[...known].join(', ')})`, {
+    details: { path },
+    hint: `add the agent to ${rosterName} or fix the binding`,
+  });
+}
+
+/**
+ * Builds the routing table. A binding to an agent the roster does not define is CONFIG_INVALID.
+ * `agents.list` configs route as OpenClaw's JSON-store releases; `agents.entries` configs as
+ * OpenClaw 2026.9.6 does after loading (explicit owners, per-binding scope, groupScope, no mainKey).
+ */
+export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
+  const generation = configGeneration(config);
+  const current = generation === 'entries';
+  const roster = current ? entriesRoster(config) : listRoster(config);
+  const warnings = [...roster.warnings];
+  const knownAgents = new Set(roster.agents.map((agent) => agent.id));
   const session = config.session ?? {};
   const dmScope: DmScope = DM_SCOPES.includes(session.dmScope as DmScope) ? (session.dmScope as DmScope) : 'main';
+  const groupScope: GroupScope = current && session.groupScope === 'main' ? 'main' : 'per-group';
+  if (current && typeof session.mainKey === 'string' && session.mainKey.trim() !== '' && session.mainKey.trim() !== 'main') {
+    warnings.push('session.mainKey is ignored; main session is always "main" (as in OpenClaw 2026.9.6 for agents.entries configs)');
+  }
 
   const bindings: CompiledBinding[] = [];
   const index = new Map<string, Map<string, AccountBucket>>();
-  (config.bindings ?? []).forEach((raw, i) => {
-    const binding = compileBinding(raw, i, warnings);
-    if (!binding) return;
-    if (knownAgents.size > 0 && !knownAgents.has(binding.agentId)) {
-      throw new SwitchboardError(
-        'CONFIG_INVALID',
-        `bindings[${i}].agentId: agent "${raw.agentId}" is not in agents.list (known agents: ${[...knownAgents].join(', ')})`,
-        { details: { path: `bindings[${i}].agentId` }, hint: 'add the agent to agents.list or fix the binding' },
-      );
-    }
+  const add = (binding: CompiledBinding): void => {
     bindings.push(binding);
     let byAccount = index.get(binding.channel);
     if (!byAccount) index.set(binding.channel, (byAccount = new Map()));
     let bucket = byAccount.get(binding.accountPattern);
     if (!bucket) byAccount.set(binding.accountPattern, (bucket = newBucket()));
     indexBinding(bucket, binding);
+  };
+  const configured = Array.isArray(config.bindings) ? config.bindings : [];
+  configured.forEach((raw, i) => {
+    if (current && raw?.type === 'acp') return; // acp bindings attach a runtime to a conversation; they never route
+    const rawId = typeof raw?.agentId === 'string' ? raw.agentId.trim() : '';
+    let agentId: string;
+    let usesOwner = false;
+    if (!current) {
+      agentId = normalizeAgentId(raw?.agentId);
+      if (knownAgents.size > 0 && !knownAgents.has(agentId)) throw unknownAgent(`bindings[${i}].agentId`, raw?.agentId, 'agents.list', knownAgents);
+    } else if (rawId === '') {
+      // OpenClaw 2026.9.6: a blank agentId stands for the fallback owner, not for "main".
+      agentId = roster.owner ?? '';
+      usesOwner = true;
+    } else {
+      agentId = normalizeAgentId(rawId);
+      if (!knownAgents.has(agentId) && agentId !== 'main') throw unknownAgent(`bindings[${i}].agentId`, raw.agentId, 'agents.entries', knownAgents);
+    }
+    const compiled = compileBinding(raw, i, agentId, warnings);
+    if (!compiled) return;
+    add({ ...compiled, usesOwner, ...(current ? { session: bindingSession(raw) } : {}) });
   });
+  if (current) {
+    channelSectionBindings(config, roster).forEach(({ binding, section }, k) => {
+      const compiled = compileBinding(binding, configured.length + k, binding.agentId, warnings);
+      if (compiled) add({ ...compiled, usesOwner: false, section });
+    });
+  }
 
   return {
-    agents,
-    defaultAgentId,
+    generation,
+    agents: roster.agents,
+    owner: roster.owner,
+    ownerSource: roster.ownerSource,
+    defaultAgentId: roster.owner ?? roster.agents[0]?.id ?? 'main',
     dmScope,
-    mainKey: normalizeMainKey(session.mainKey),
-    identityLinks: compileIdentityLinks(session.identityLinks),
+    groupScope,
+    mainKey: current ? 'main' : normalizeMainKey(session.mainKey),
+    keepPeerCase: current,
+    identityLinks: compileIdentityLinks(session.identityLinks, { trimCanonical: current }),
     bindings,
     index,
     warnings,

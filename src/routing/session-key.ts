@@ -2,7 +2,7 @@
 // explicit keys, cron) goes through buildSessionKey / normalizeExplicitSessionKey.
 
 import { SwitchboardError, normalizeAgentId } from '../core/index.js';
-import type { DmScope, PeerKind } from '../config/types.js';
+import type { DmScope, GroupScope, PeerKind } from '../config/types.js';
 import type { KeyDerivation, Peer } from './types.js';
 
 export const THREAD_MARKER = ':thread:';
@@ -12,11 +12,14 @@ export interface IdentityLinkTable {
   byEntry: Map<string, { canonical: string; entry: string; order: number }>;
 }
 
-export function compileIdentityLinks(links: Record<string, string[]> | undefined): IdentityLinkTable {
+export function compileIdentityLinks(links: Record<string, string[]> | undefined, options: { trimCanonical?: boolean } = {}): IdentityLinkTable {
   const byEntry = new Map<string, { canonical: string; entry: string; order: number }>();
   let order = 0;
-  for (const [canonical, entries] of Object.entries(links ?? {})) {
+  for (const [name, entries] of Object.entries(links ?? {})) {
     if (!Array.isArray(entries)) continue;
+    // OpenClaw 2026.9.6 trims canonical names and skips blank ones; the JSON-store releases used them as written.
+    const canonical = options.trimCanonical ? name.trim() : name;
+    if (options.trimCanonical && canonical === '') continue;
     for (const entry of entries) {
       const key = String(entry).trim().toLowerCase();
       // The first occurrence in walk order wins, so later duplicates are ignored.
@@ -51,9 +54,18 @@ export interface SessionKeyParams {
   accountId: string;
   peer?: Peer;
   dmScope: DmScope;
+  /** `main`: group and channel peers share the main session (agents.entries configs). */
+  groupScope?: GroupScope;
+  /** agents.entries configs: Signal group and Matrix group/channel ids keep their case. */
+  keepPeerCase?: boolean;
   mainKey: string;
   identityLinks: IdentityLinkTable;
   threadId?: string;
+}
+
+/** Channels whose group ids are opaque and case-sensitive (OpenClaw 2026.9.6 keeps their case in keys). */
+function keepsCase(channel: string, kind: PeerKind): boolean {
+  return (channel === 'signal' && kind === 'group') || (channel === 'matrix' && kind !== 'direct');
 }
 
 export interface BuiltSessionKey {
@@ -72,6 +84,7 @@ export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
   const { agentId, channel, accountId, peer, dmScope, mainKey } = params;
   const mainSessionKey = `agent:${agentId}:${mainKey}`;
   const derivation: KeyDerivation = { dmScope, mainKey };
+  if (params.groupScope !== undefined) derivation.groupScope = params.groupScope;
   let baseKey: string;
   if (!peer) {
     baseKey = mainSessionKey;
@@ -90,8 +103,11 @@ export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
       else if (dmScope === 'per-channel-peer') baseKey = `agent:${agentId}:${channel}:direct:${peerId}`;
       else baseKey = `agent:${agentId}:${channel}:${accountId}:direct:${peerId}`;
     }
+  } else if (params.groupScope === 'main') {
+    baseKey = mainSessionKey;
   } else {
-    baseKey = `agent:${agentId}:${channel}:${peer.kind}:${peerIdOrUnknown(peer.id).toLowerCase()}`;
+    const peerId = peerIdOrUnknown(peer.id);
+    baseKey = `agent:${agentId}:${channel}:${peer.kind}:${params.keepPeerCase && keepsCase(channel, peer.kind) ? peerId : peerId.toLowerCase()}`;
   }
   const sessionKey = appendThreadSuffix(baseKey, params.threadId);
   if (sessionKey !== baseKey) derivation.threadSuffix = sessionKey.slice(baseKey.length);

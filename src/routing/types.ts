@@ -1,7 +1,7 @@
 // Types shared by the routing layer: the normalised route input, the resolved route and
 // the explain trace. Field names of ResolvedRoute are a public contract (cli.md).
 
-import type { DmScope, PeerKind } from '../config/types.js';
+import type { DmScope, GroupScope, PeerKind } from '../config/types.js';
 
 export interface Peer {
   kind: PeerKind;
@@ -43,6 +43,8 @@ export interface ResolvedRoute {
 
 export interface KeyDerivation {
   dmScope: DmScope;
+  /** agents.entries configs only: how group and channel peers were keyed. */
+  groupScope?: GroupScope;
   mainKey: string;
   identityLink?: { canonical: string; entry: string };
   threadSuffix?: string;
