@@ -30,7 +30,10 @@ export function registerConfigCommands(program: Command, hooks: ProgramHooks): v
 async function configWarnings(ctx: CliContext): Promise<string[]> {
   const loaded = await ctx.config();
   const table = await ctx.routingTable();
-  return [...findUnknownKeys(loaded.config).map((path) => `unknown key ${path} (ignored)`), ...table.warnings];
+  // An OpenClaw file has many keys switchboard does not use: one line for all of them, not one each.
+  const unused = findUnknownKeys(loaded.config);
+  const unusedLine = unused.length > 0 ? [`${unused.length} key${unused.length > 1 ? 's' : ''} not used by switchboard (ignored): ${unused.join(', ')}`] : [];
+  return [...table.warnings, ...unusedLine];
 }
 
 async function runShow(ctx: CliContext): Promise<number> {
@@ -64,7 +67,7 @@ async function runValidate(ctx: CliContext): Promise<number> {
   const loaded = await ctx.config();
   const warnings = await configWarnings(ctx);
   if (ctx.json) {
-    writeJsonLine(ctx.streams.stdout, { ok: true, path: loaded.path, warnings });
+    writeJsonLine(ctx.streams.stdout, { ok: true, path: loaded.path, warnings, unusedKeys: findUnknownKeys(loaded.config) });
   } else {
     for (const warning of warnings) ctx.streams.stderr.write(`warning: ${warning}\n`);
     ctx.streams.stdout.write(`ok: ${loaded.path ?? 'no config file (built-in defaults)'}${warnings.length ? ` (${warnings.length} warning${warnings.length > 1 ? 's' : ''})` : ''}\n`);

@@ -2,9 +2,9 @@
 // NDJSON inputs to route objects; explain prints the tier-by-tier trace as a tree or JSON.
 
 import type { Command } from 'commander';
-import { SwitchboardError, describeLineError, jsonDepthExceeds, readNdjson, toSwitchboardError } from '../core/index.js';
+import { SwitchboardError, describeLineError, isSwitchboardError, jsonDepthExceeds, readNdjson, toSwitchboardError } from '../core/index.js';
 import { explainFully, explanationJson, type InstanceAndTime } from '../engine/index.js';
-import { normalizeRouteInput, resolveRoute, type RouteExplanation, type RouteInput } from '../routing/index.js';
+import { normalizeRouteInput, resolveRoute, type RouteExplanation, type RouteInput, type TraceTier } from '../routing/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { BufferedWriter, writeJsonLine, type Painter } from './output.js';
@@ -70,6 +70,8 @@ async function runBatch(ctx: CliContext): Promise<number> {
   const table = await ctx.routingTable();
   const out = new BufferedWriter(ctx.streams.stdout);
   let bad = 0;
+  // As ingest: bad lines exit 65, but a line refused for a config reason (NO_OWNER) makes it 78.
+  let exitCode = 0;
   await readNdjson(ctx.streams.stdin, async (lines) => {
     for (const item of lines) {
       let result: string;
@@ -93,19 +95,32 @@ async function runBatch(ctx: CliContext): Promise<number> {
           const error = toSwitchboardError(err);
           result = JSON.stringify({ error: { code: error.code, message: `line ${item.line}: ${error.message}`, line: item.line } });
           bad++;
+          if (error.code !== 'BAD_INPUT' && (exitCode === 0 || exitCode === 65)) exitCode = error.exitCode;
         }
       }
       if (out.line(result)) await out.flush();
     }
   });
   await out.flush();
-  if (bad > 0) ctx.note(`switchboard: ${bad} bad input line(s)`);
-  return bad > 0 ? 65 : 0;
+  if (bad > 0) ctx.note(`switchboard: ${bad} line(s) failed`);
+  return bad > 0 && exitCode === 0 ? 65 : exitCode;
 }
 
 async function runExplain(ctx: CliContext): Promise<number> {
   const input = normalizeRouteInput(routeInputFromFlags(routeFlags(ctx)));
-  const full = await explainFully(await ctx.engine(), input);
+  let full: Awaited<ReturnType<typeof explainFully>>;
+  try {
+    full = await explainFully(await ctx.engine(), input);
+  } catch (err) {
+    // No owner: the trace is the explanation. Print it, then let the refusal (with its fix) exit 78.
+    if (isSwitchboardError(err, 'NO_OWNER') && Array.isArray(err.details?.trace)) {
+      const trace = err.details.trace as TraceTier[];
+      const warnings = (await ctx.routingTable()).warnings;
+      if (ctx.json) writeJsonLine(ctx.streams.stdout, { input, route: null, trace, error: err.toJSON(), warnings });
+      else ctx.streams.stdout.write(renderRefusal(trace, input, err, warnings, await ctx.painter()));
+    }
+    throw err;
+  }
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, explanationJson(input, full));
     return 0;
@@ -137,18 +152,19 @@ function describeInput(input: RouteInput): string {
   return parts.join(' ');
 }
 
-/** The explain tree: tiers with their candidates, the winner, then the key derivation. */
-export function renderExplanation(explanation: RouteExplanation, input: RouteInput, more: InstanceAndTime, warnings: string[], paint: Painter): string {
-  const { route, trace, derivation, binding } = explanation;
+function candidateLabel(candidate: TraceTier['candidates'][number]): string {
+  const agent = candidate.agentId === '' ? '(no owner)' : candidate.agentId;
+  return candidate.origin ? `${agent} (added for ${candidate.origin})` : agent;
+}
+
+/** The tier-by-tier tree; `defaultAgent` is who the default tier gives the message to, if anyone. */
+function renderTrace(trace: TraceTier[], defaultAgent: string | undefined, paint: Painter): string[] {
   const lines: string[] = [];
-  lines.push(`${paint.bold('input')}  ${describeInput(input)}`);
-  lines.push('');
-  lines.push(paint.bold('agent selection') + paint.dim('  (first tier with a match wins; inside a tier, config order)'));
   trace.forEach((tier, i) => {
     const last = i === trace.length - 1;
     const branch = last ? '└─' : '├─';
     const stem = last ? '   ' : '│  ';
-    const won = tier.candidates.some((c) => c.result === 'matched') || (tier.matchedBy === 'default' && !tier.skipped);
+    const won = tier.candidates.some((c) => c.result === 'matched') || (tier.matchedBy === 'default' && !tier.skipped && defaultAgent !== undefined);
     const title = `tier ${tier.tier} ${tier.matchedBy}`;
     const status = tier.skipped ? paint.dim(tier.skipped.startsWith('not reached') ? tier.skipped : `skipped: ${tier.skipped}`) : won ? paint.green('MATCH') : tier.candidates.length === 0 ? paint.dim('no candidates') : paint.dim('no match');
     lines.push(`${branch} ${won ? paint.bold(title) : title}  ${status}`);
@@ -156,16 +172,47 @@ export function renderExplanation(explanation: RouteExplanation, input: RouteInp
       const cBranch = j === tier.candidates.length - 1 ? '└─' : '├─';
       const mark = candidate.result === 'matched' ? paint.green('✓') : candidate.result === 'rejected' ? paint.red('✗') : paint.dim('·');
       const reason = candidate.result === 'matched' ? paint.green('matched') : candidate.reason ? paint.dim(candidate.reason) : '';
-      lines.push(`${stem}${cBranch} ${mark} bindings[${candidate.index}] → ${candidate.agentId}  ${describeMatch(candidate.match)}  ${reason}`.trimEnd());
+      lines.push(`${stem}${cBranch} ${mark} bindings[${candidate.index}] → ${candidateLabel(candidate)}  ${describeMatch(candidate.match)}  ${reason}`.trimEnd());
     });
-    if (tier.matchedBy === 'default' && !tier.skipped) lines.push(`${stem}└─ ${paint.green('✓')} default agent ${route.agentId}`);
+    if (tier.matchedBy === 'default' && !tier.skipped) {
+      lines.push(defaultAgent === undefined ? `${stem}└─ ${paint.red('✗')} no fallback owner` : `${stem}└─ ${paint.green('✓')} default agent ${defaultAgent}`);
+    }
   });
+  return lines;
+}
+
+/** `route explain` for a message nobody owns: the trace, why no agent owns it, and how to fix the config. */
+export function renderRefusal(trace: TraceTier[], input: RouteInput, error: SwitchboardError, warnings: string[], paint: Painter): string {
+  const lines: string[] = [];
+  lines.push(`${paint.bold('input')}  ${describeInput(input)}`);
+  lines.push('');
+  lines.push(paint.bold('agent selection') + paint.dim('  (first tier with a match wins; inside a tier, config order)'));
+  lines.push(...renderTrace(trace, undefined, paint));
+  lines.push('');
+  lines.push(`${paint.bold('agent')}  ${paint.red('none: refused (NO_OWNER)')}`);
+  lines.push(`├─ why: ${error.message}`);
+  lines.push(`└─ fix: ${error.hint ?? 'name an owner for this channel and account'}`);
+  for (const warning of warnings) lines.push(`${paint.yellow('warning:')} ${warning}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** The explain tree: tiers with their candidates, the winner, then the key derivation. */
+export function renderExplanation(explanation: RouteExplanation, input: RouteInput, more: InstanceAndTime, warnings: string[], paint: Painter): string {
+  const { route, trace, derivation, binding } = explanation;
+  const lines: string[] = [];
+  lines.push(`${paint.bold('input')}  ${describeInput(input)}`);
+  lines.push('');
+  lines.push(paint.bold('agent selection') + paint.dim('  (first tier with a match wins; inside a tier, config order)'));
+  lines.push(...renderTrace(trace, route.agentId, paint));
   lines.push('');
   const winnerText = binding ? `bindings[${binding.index}] via ${route.matchedBy}` : 'no binding matched: default agent';
   lines.push(`${paint.bold('agent')}  ${paint.bold(route.agentId)}  (${winnerText})`);
   lines.push('');
   lines.push(paint.bold('session key'));
   const keyRows: string[] = [`dmScope: ${derivation.dmScope}${input.peer?.kind === 'direct' ? '' : paint.dim(input.peer ? ' (not used: group/channel peer)' : ' (not used: no peer → main key)')}`];
+  if (derivation.groupScope !== undefined && input.peer !== undefined && input.peer.kind !== 'direct') {
+    keyRows.push(`groupScope: ${derivation.groupScope}${derivation.groupScope === 'main' ? ' (groups and channels share the main session)' : ''}`);
+  }
   if (derivation.identityLink) keyRows.push(`identity link: peer ${input.peer?.id} → ${derivation.identityLink.canonical} (entry "${derivation.identityLink.entry}")`);
   else if (input.peer?.kind === 'direct' && derivation.dmScope !== 'main') keyRows.push('identity link: none');
   if (derivation.threadSuffix) keyRows.push(`thread suffix: ${derivation.threadSuffix}`);

@@ -208,6 +208,11 @@ function candidateRejection(binding: CompiledBinding, rule: TierRule, input: Rou
   return constraintRejection(binding, input);
 }
 
+/** How a binding appears in the trace: added section bindings say which `channels` key added them. */
+function candidateOf(binding: CompiledBinding): Pick<TraceCandidate, 'index' | 'agentId' | 'match' | 'origin'> {
+  return { index: binding.index, agentId: binding.agentId, match: binding.match, ...(binding.section !== undefined ? { origin: `channels.${binding.section}` } : {}) };
+}
+
 export interface RouteExplanation extends RouteResolution {
   trace: TraceTier[];
 }
@@ -223,10 +228,10 @@ export function explainRoute(table: RoutingTable, input: RouteInput): RouteExpla
     const skip = winner ? `not reached (${winner.matchedBy} matched)` : rule.skipReason(input);
     if (skip !== undefined) {
       entry.skipped = skip;
-      entry.candidates = tierBindings.map((b) => ({ index: b.index, agentId: b.agentId, match: b.match, result: 'not-reached' }));
+      entry.candidates = tierBindings.map((b) => ({ ...candidateOf(b), result: 'not-reached' }));
     } else {
       for (const binding of tierBindings) {
-        const candidate: TraceCandidate = { index: binding.index, agentId: binding.agentId, match: binding.match, result: 'not-reached' };
+        const candidate: TraceCandidate = { ...candidateOf(binding), result: 'not-reached' };
         if (!winner) {
           const reason = candidateRejection(binding, rule, input);
           if (reason === undefined) {

@@ -57,6 +57,8 @@ export interface TraceCandidate {
   index: number;
   agentId: string;
   match: unknown;
+  /** For a binding OpenClaw adds for an enabled `channels.<id>` section (legacy default marker): that section. */
+  origin?: string;
   result: CandidateResult;
   reason?: string;
 }

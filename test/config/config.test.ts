@@ -66,7 +66,10 @@ describe('config validate', () => {
     const file = writeJson(path.join(dir, 'openclaw.json'), { gateway: { port: 1 }, session: { dmScope: 'per-peer', typingIntervalSeconds: 5 } });
     const r = await runCli(['config', 'validate', '--config', file, '--json']);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(jsonLines(r.stdout)[0].warnings, ['unknown key gateway (ignored)', 'unknown key session.typingIntervalSeconds (ignored)']);
+    const out = jsonLines(r.stdout)[0];
+    // One grouped warning, the keys themselves as data.
+    assert.deepEqual(out.warnings, ['2 keys not used by switchboard (ignored): gateway, session.typingIntervalSeconds']);
+    assert.deepEqual(out.unusedKeys, ['gateway', 'session.typingIntervalSeconds']);
   });
 
   test('a missing --config file is NOT_FOUND (66)', async () => {

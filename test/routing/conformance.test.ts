@@ -66,8 +66,8 @@ test('current-format vectors: every valid config resolves as OpenClaw 2026.9.6, 
     const input = group.cases.map((c) => JSON.stringify(c.input)).join('\n') + '\n';
     const result = await runCli(['route', 'resolve', '--batch', '--config', configFile, '--state-dir', dir], { input });
     const refusals = group.cases.filter((c) => 'error' in c.expect).length;
-    // A refused line fails that line only; the batch reports it with exit 65 at the end.
-    assert.equal(result.code, refusals > 0 ? 65 : 0, `config ${i}: exit ${result.code}: ${result.stderr}`);
+    // A refused line fails that line only; the batch ends with NO_OWNER's exit code (78), as ingest does.
+    assert.equal(result.code, refusals > 0 ? 78 : 0, `config ${i}: exit ${result.code}: ${result.stderr}`);
     const routes = jsonLines(result.stdout);
     assert.equal(routes.length, group.cases.length, `config ${i}: one output line per input`);
     group.cases.forEach((c, j) => {
