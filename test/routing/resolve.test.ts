@@ -347,3 +347,46 @@ describe('explain', () => {
     }
   });
 });
+
+// Rules that a plausible wrong implementation would break while every other test still passed:
+// each test here was checked red against that wrong implementation (issue 11, "Must show").
+describe('pinned precedence and identity-link rules', () => {
+  test('the parent tier is tried before the wildcard tier, whatever the config order', () => {
+    const config: SwitchboardConfig = {
+      agents,
+      bindings: [
+        // The wildcard comes first in config order, so only tier order can put the parent first.
+        { agentId: 'ops', match: { channel: 'discord', peer: { kind: 'channel', id: '*' } } },
+        { agentId: 'home', match: { channel: 'discord', peer: { kind: 'channel', id: 'book-club' } } },
+      ],
+    };
+    const thread = route(config, { channel: 'discord', peer: 'channel:thread-1', parentPeer: 'channel:book-club' });
+    assert.equal(thread.route.agentId, 'home');
+    assert.equal(thread.route.matchedBy, 'binding.peer.parent');
+    // Without a parent the wildcard still catches the thread.
+    assert.equal(route(config, { channel: 'discord', peer: 'channel:thread-1' }).route.matchedBy, 'binding.peer.wildcard');
+  });
+
+  const dm = (identityLinks: Record<string, string[]>): SwitchboardConfig => ({ agents, session: { dmScope: 'per-peer', identityLinks } });
+
+  test('a bare entry earlier in walk order beats a channel-scoped entry: walk order decides, not specificity', () => {
+    const bareFirst = route(dm({ bob: ['123'], alice: ['telegram:123'] }), { channel: 'telegram', peer: 'direct:123' });
+    assert.equal(bareFirst.route.sessionKey, 'agent:main:direct:bob');
+    assert.deepEqual(bareFirst.derivation.identityLink, { canonical: 'bob', entry: '123' });
+    // The same two entries inside one name's list: the first listed wins.
+    const inOneList = route(dm({ carol: ['123', 'telegram:123'] }), { channel: 'telegram', peer: 'direct:123' });
+    assert.deepEqual(inOneList.derivation.identityLink, { canonical: 'carol', entry: '123' });
+    const scopedFirst = route(dm({ alice: ['telegram:123'], bob: ['123'] }), { channel: 'telegram', peer: 'direct:123' });
+    assert.equal(scopedFirst.route.sessionKey, 'agent:main:direct:alice');
+    // On another channel only the bare entry applies.
+    assert.equal(route(dm({ alice: ['telegram:123'], bob: ['123'] }), { channel: 'slack', peer: 'direct:123' }).route.sessionKey, 'agent:main:direct:bob');
+  });
+
+  test('bare identity entries match whatever the case of the peer id or the entry', () => {
+    assert.equal(route(dm({ alice: ['U9abc'] }), { channel: 'slack', peer: 'direct:U9ABC' }).route.sessionKey, 'agent:main:direct:alice');
+    assert.equal(route(dm({ alice: ['u9abc'] }), { channel: 'slack', peer: 'direct:U9Abc' }).route.sessionKey, 'agent:main:direct:alice');
+    assert.equal(route(dm({ alice: ['SLACK:U9abc'] }), { channel: 'slack', peer: 'direct:u9ABC' }).route.sessionKey, 'agent:main:direct:alice');
+    // Linking is exact apart from case: a different id stays itself.
+    assert.equal(route(dm({ alice: ['U9abc'] }), { channel: 'slack', peer: 'direct:U9abd' }).route.sessionKey, 'agent:main:direct:u9abd');
+  });
+});
