@@ -61,6 +61,7 @@ import {
   updateSessionStore,
   withLock,
   type FileKind,
+  type LockHandle,
   type LockInfo,
   type LockOptions,
   type SessionEntry,
@@ -425,6 +426,15 @@ class StoreDoctor {
     return sessionLockOptions(this.ctx, { sessionKey, runId: 'doctor' });
   }
 
+  /**
+   * A transcript's write lock, then its store's lock: an ingest batch appends to an idle
+   * transcript under the store lock alone (docs/write-path.md), so a repair that rewrites,
+   * archives or judges a transcript holds both.
+   */
+  private withTranscript<T>(file: string, sessionKey: string | undefined, fn: (handle: LockHandle) => Promise<T>): Promise<T> {
+    return withLock(file, this.transcriptLock(sessionKey), (handle) => withLock(this.location.storePath, this.storeLock(), () => fn(handle)));
+  }
+
   private storeLock(): LockOptions {
     return {
       busyCode: 'STORE_BUSY',
@@ -497,7 +507,7 @@ class StoreDoctor {
       };
     };
     if (guardedByStore) return withLock(this.location.storePath, this.storeLock(), work);
-    if (name.endsWith(TRANSCRIPT_SUFFIX)) return withLock(file, this.transcriptLock(undefined), work);
+    if (name.endsWith(TRANSCRIPT_SUFFIX)) return this.withTranscript(file, undefined, work);
     return work(); // archives and kept copies: nobody writes them
   }
 
@@ -856,7 +866,7 @@ class StoreDoctor {
    */
   private repairTranscript(scan: TranscriptScan): Promise<RepairOutcome> {
     const file = scan.file;
-    return withLock(file, this.transcriptLock(scan.header?.sessionKey), async (handle) => {
+    return this.withTranscript(file, scan.header?.sessionKey, async (handle) => {
       const temp = `${file}.doctor-${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
       let fresh: TranscriptScan | null;
       try {
@@ -1080,7 +1090,7 @@ class StoreDoctor {
   /** An older instance left behind: archived as `.reset.<ts>` under its lock, if still unnamed. */
   private archiveOrphan(file: string, sessionKey: string | undefined): Promise<RepairOutcome> {
     const name = path.basename(file);
-    return withLock(file, this.transcriptLock(sessionKey), async () => {
+    return this.withTranscript(file, sessionKey, async () => {
       const referenced = this.referencedNames(await readSessionStore(this.location.storePath));
       if (referenced.has(name)) {
         throw new SwitchboardError('SESSION_BUSY', `${referenced.get(name)} names ${name} now; left it alone`, { hint: 'run doctor again' });
@@ -1092,7 +1102,7 @@ class StoreDoctor {
   }
 
   private removeEmptyOrphan(scan: TranscriptScan): Promise<RepairOutcome> {
-    return withLock(scan.file, this.transcriptLock(undefined), async () => {
+    return this.withTranscript(scan.file, undefined, async () => {
       const stats = await statOrNull(scan.file);
       const referenced = this.referencedNames(await readSessionStore(this.location.storePath));
       if (stats === null) return { action: 'nothing to do: it is gone', changes: [] };
@@ -1166,7 +1176,7 @@ class StoreDoctor {
 
   /** A new transcript for an entry that has none: header + a `custom` doctor note, one append. */
   private recreateTranscript(key: string, judged: SessionEntry, file: string): Promise<RepairOutcome> {
-    return withLock(file, this.transcriptLock(key), async (handle) => {
+    return this.withTranscript(file, key, async (handle) => {
       const entry = (await readSessionStore(this.location.storePath))[key];
       if (entry === undefined || entry.sessionId !== judged.sessionId) {
         throw new SwitchboardError('SESSION_BUSY', `the entry of ${key} changed meanwhile; run doctor again`);

@@ -13,7 +13,6 @@ import { EXIT_CODES, SwitchboardError, describeLineError, isSwitchboardError, sy
 import { forgetMessageId, type RecentMessageIds } from '../policy/index.js';
 import { cronSessionKey, normalizeExplicitSessionKey, parseSessionKey, resolveRoute } from '../routing/index.js';
 import {
-  appendEntries,
   archiveFile,
   checkSessionEntry,
   entryHash,
@@ -28,6 +27,7 @@ import {
 } from '../store/index.js';
 import { admitItem, messageRecord, type AdmitEnv, type Addressed, type BatchEffects, type Disposition, type ResetInfo } from './admission.js';
 import { incognitoStoreFor, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
+import { appendInStore, busyRetryDelayMs } from './store-append.js';
 import { parseMessageLine, type InboundMessage } from './message.js';
 import { learnLiveness, runnerFor, sessionRefKey, unknownHolders, type Liveness, type QueueEvent, type QueuedEntry } from './queue-state.js';
 import { queueRuntimeFor, type QueueRuntime } from './runtime.js';
@@ -299,18 +299,6 @@ function journalOf(store: SessionStore, works: SessionWork[], snapshots: Map<str
   return [...byKey.values()];
 }
 
-/** Appends one session's records under its write lock, without waiting for it (we hold the store lock). */
-async function appendWork(ctx: EngineContext, work: SessionWork): Promise<void> {
-  const lockOptions = { ...sessionLockOptions(ctx, { sessionKey: work.sessionKey }), acquireTimeoutMs: 0 };
-  await withLock(work.file, lockOptions, (handle) =>
-    appendEntries(work.file, work.entries, {
-      session: { sessionId: work.sessionId, sessionKey: work.sessionKey, agentId: work.agentId },
-      clock: ctx.clock,
-      handle,
-    }),
-  );
-}
-
 /**
  * One round inside the store transaction: plan → journal → append (fsync) → the entries of the
  * sessions whose records are down stay in the store, which the caller's transaction then writes.
@@ -337,7 +325,7 @@ async function commitRound(
   const troubles = new Map<SessionWork, unknown>();
   await inPool(works, APPEND_CONCURRENCY, async (work) => {
     try {
-      await appendWork(ctx, work);
+      await appendInStore(ctx, tx, work, work.entries);
     } catch (err) {
       troubles.set(work, err);
     }
@@ -393,11 +381,6 @@ async function commitRound(
   return round;
 }
 
-/** Backoff between rounds while some session's transcript lock is busy. */
-function roundDelayMs(round: number): number {
-  return Math.min(200, 5 * 2 ** Math.min(round, 6)) * (0.5 + Math.random() / 2);
-}
-
 /**
  * One store's part of a batch, in rounds: each round is one store transaction; lines whose
  * transcript lock was busy wait for the next round (no lock is waited for while the store lock is
@@ -436,7 +419,7 @@ async function ingestStore(
       for (const item of pending) result.failed.set(item, outcome.busy);
       break;
     }
-    await sleep(roundDelayMs(round));
+    await sleep(busyRetryDelayMs(round));
   }
   return result;
 }

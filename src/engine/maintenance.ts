@@ -26,6 +26,7 @@ import {
   parseArchiveName,
   readSessionStore,
   sessionEntryProblem,
+  transactSessionStore,
   updateSessionStore,
   withLock,
   type LockOptions,
@@ -667,12 +668,16 @@ async function applyBudget(
 async function removeUnreferenced(ctx: EngineContext, location: StoreLocation, name: string, now: number): Promise<boolean> {
   const file = path.join(location.sessionsDir, path.basename(name));
   try {
-    return await withLock(file, { ...sessionLockOptions(ctx, { runId: 'maintenance' }), acquireTimeoutMs: 0 }, async () => {
-      const store = await readSessionStore(location.storePath);
-      for (const entry of Object.values(store)) if (transcriptNameOf(location, entry) === name) return false;
-      const archivedTo = await archiveFile(file, 'deleted', now);
-      return archivedTo !== null && (await unlinkIfPresent(archivedTo));
-    });
+    return await withLock(file, { ...sessionLockOptions(ctx, { runId: 'maintenance' }), acquireTimeoutMs: 0 }, () =>
+      // Inside a store transaction: an ingest batch writes a new instance's transcript before its
+      // row (and completes a dead batch's journal first), so only the store lock shows that the
+      // file is really nobody's.
+      transactSessionStore(location.storePath, async (store) => {
+        for (const entry of Object.values(store)) if (transcriptNameOf(location, entry) === name) return false;
+        const archivedTo = await archiveFile(file, 'deleted', now);
+        return archivedTo !== null && (await unlinkIfPresent(archivedTo));
+      }),
+    );
   } catch (err) {
     if (err instanceof SwitchboardError && err.code === 'SESSION_BUSY') return false;
     throw err;

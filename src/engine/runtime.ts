@@ -15,11 +15,13 @@ import {
   type QueueItem,
 } from '../policy/index.js';
 import type { RunMessage } from '../runner/index.js';
-import { appendToTranscript, archiveFile, readSessionStore, withLock, type NewTranscriptEntry, type SessionStore } from '../store/index.js';
+import { archiveFile, readSessionStore, withLock, type NewTranscriptEntry, type SessionStore } from '../store/index.js';
+import { appendInStore, transactRetryingBusy } from './store-append.js';
 import { knownAgentIds, sessionLockOptions, storeFor, transcriptPathIn, type EngineContext } from './context.js';
 import {
   THIS_PROCESS,
   clearDeadHolders,
+  dropOutbox,
   expiredEventOf,
   isThisProcess,
   learnLiveness,
@@ -41,7 +43,6 @@ import {
   type QueuedEntry,
   type SessionRef,
 } from './queue-state.js';
-import { commitClaim } from './run-store.js';
 import { LocalRun, executeTurn, updateStore, type RunHost, type TurnSpec } from './runs.js';
 
 const POLL_INTERVAL_MS = 250;
@@ -461,14 +462,15 @@ async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: Session
   }
   preRecords.push(...plan.records);
   if (preRecords.length > 0) {
+    const outboxIds = plan.outboxIds;
     try {
-      await appendToTranscript(transcript, preRecords, {
-        session: { sessionId, sessionKey: ref.sessionKey, agentId: ref.agentId },
-        clock: ctx.clock,
-        lockOptions: sessionLockOptions(ctx, { sessionKey: ref.sessionKey }),
+      // In a store transaction, like every append of an idle session's transcript; the notes
+      // leave the outbox in the same sessions.json write that follows their fsync.
+      await transactRetryingBusy(ctx, location, async (store, tx) => {
+        await appendInStore(ctx, tx, { file: transcript, sessionKey: ref.sessionKey, sessionId, agentId: ref.agentId }, preRecords);
+        const entry = store[ref.sessionKey] as QueuedEntry | undefined;
+        if (entry !== undefined && outboxIds.length > 0 && dropOutbox(entry, outboxIds)) entry.updatedAt = ctx.clock.now();
       });
-      // Appended: now they may leave the outbox (a crash before this repeats them, never loses them).
-      if (plan.outboxIds.length > 0) await commitClaim(ctx, ref, undefined, plan.outboxIds);
     } catch (err) {
       process.emitWarning(`switchboard: could not record queue notes in ${transcript}: ${toSwitchboardError(err).message}`);
     }

@@ -8,7 +8,7 @@ import { SwitchboardError, normalizeAgentId } from '../core/index.js';
 import { evaluateFreshness, resetPolicyFor, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
 import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
 import {
-  appendToTranscript,
+  appendEntries,
   archiveFile,
   checkSessionEntry,
   entryTranscriptName,
@@ -18,6 +18,7 @@ import {
   readLockOwner,
   readSessionStore,
   storedFileSizeSync,
+  transactSessionStore,
   transcriptStats,
   updateSessionStore,
   withLock,
@@ -229,7 +230,7 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
   const rotate = async (): Promise<RotationOutcome> => {
     const now = ctx.clock.now();
     type Decision = { skip: string } | { entry: SessionEntry; reason: string };
-    const decision = await updateSessionStore(location.storePath, (store): Decision => {
+    const decision = await transactSessionStore(location.storePath, async (store, tx): Promise<Decision> => {
       const current = Object.hasOwn(store, key) ? store[key] : undefined;
       if (current === undefined) return { skip: 'gone' };
       if (current.sessionId !== request.sessionId) return { skip: 'changed' };
@@ -238,19 +239,22 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;
       const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptNameFor(location, id, thread) }, threadId) as SessionEntry;
       if (request.model) next.model = next.modelOverride = request.model;
+      const notice: Record<string, unknown> = { type: 'reset_notice', reason: decided.reason, previousSessionId: request.sessionId };
+      if (request.note) notice.note = request.note;
+      if (request.model) notice.model = request.model;
+      // Record first: the new instance's transcript exists before sessions.json names it. Under
+      // the store lock, so no append of an ingest batch can come in between.
+      await appendEntries(transcriptFileOf(location, next), [notice as { type: string }], {
+        session: { sessionId: next.sessionId, sessionKey: key, agentId: location.agentId },
+        clock: ctx.clock,
+        coveredBy: tx.handle,
+      });
       store[key] = next;
       return { entry: next, reason: decided.reason };
     });
     if ('skip' in decision) return { kind: 'skipped', reason: decision.skip };
+    // After the store names the new instance, nothing appends to the old file any more.
     const archivedTo = request.file === null ? null : await archiveFile(request.file, 'reset', now);
-    const notice: Record<string, unknown> = { type: 'reset_notice', reason: decision.reason, previousSessionId: request.sessionId };
-    if (request.note) notice.note = request.note;
-    if (request.model) notice.model = request.model;
-    await appendToTranscript(transcriptFileOf(location, decision.entry), notice as { type: string }, {
-      session: { sessionId: decision.entry.sessionId, sessionKey: key, agentId: location.agentId },
-      clock: ctx.clock,
-      lockOptions,
-    });
     return { kind: 'rotated', entry: decision.entry, reason: decision.reason, archivedTo };
   };
   if (request.file === null) return rotate();
@@ -317,11 +321,16 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
     return { sessionKey: found.key, sessionId: String(found.entry.sessionId), archivedTo: null };
   }
   const file = transcriptFileOf(found.location, found.entry, found.key);
-  return withLock(file, sessionLockOptions(ctx, { sessionKey: found.key }), async () => {
-    const archivedTo = await archiveFile(file, 'deleted', ctx.clock.now());
-    await updateSessionStore(found.location.storePath, (store) => {
-      if (store[found.key]?.sessionId === found.entry.sessionId) delete store[found.key];
-    });
-    return { sessionKey: found.key, sessionId: found.entry.sessionId, archivedTo };
-  });
+  return withLock(file, sessionLockOptions(ctx, { sessionKey: found.key }), async () =>
+    // One store transaction: an ingest batch (which may append to an idle transcript under the
+    // store lock alone) cannot append between the archive and the removal of the row.
+    transactSessionStore(found.location.storePath, async (store) => {
+      if (store[found.key]?.sessionId !== found.entry.sessionId) {
+        throw new SwitchboardError('SESSION_BUSY', `session "${found.key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
+      }
+      const archivedTo = await archiveFile(file, 'deleted', ctx.clock.now());
+      delete store[found.key];
+      return { sessionKey: found.key, sessionId: found.entry.sessionId, archivedTo };
+    }),
+  );
 }

@@ -526,6 +526,22 @@ export function lockQueueState(targetPath: string): { heldInProcess: boolean; wa
   };
 }
 
+/**
+ * Whether any lock (live, stale or half-made) exists on targetPath: one lstat, for a store-lock
+ * holder that appends to idle transcripts without a lock cycle of their own. Anything but a
+ * clean "no such file" counts as present, so the caller falls back to withLock.
+ */
+export async function lockPresent(targetPath: string): Promise<boolean> {
+  const lockPath = lockPathFor(targetPath);
+  if (heldLocks.has(lockPath) || (turnQueues.get(lockPath)?.waiters.length ?? 0) > 0) return true;
+  try {
+    await fsp.lstat(lockPath);
+    return true;
+  } catch (err) {
+    return errnoOf(err) !== 'ENOENT';
+  }
+}
+
 /** The handle of the lock on targetPath if the current async chain holds it (else undefined). */
 export function heldLockFor(targetPath: string): LockHandle | undefined {
   const held = heldInContext.getStore()?.get(lockPathFor(targetPath));
