@@ -2,7 +2,10 @@
 // a check of a config file (schema, semantic rules, unknown keys) that exits 0 or 78.
 
 import type { Command } from 'commander';
-import { effectiveValues, findUnknownKeys } from '../config/index.js';
+import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
+import { toSwitchboardError } from '../core/index.js';
+import { resolveCronRetentionMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
+import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine } from './output.js';
@@ -63,8 +66,51 @@ async function runShow(ctx: CliContext): Promise<number> {
   return 0;
 }
 
+/** A failed check as `json.path: problem` (checks word their messages `path problem` or `path: problem`). */
+function problemOf(err: unknown, pathOverride?: (path: string) => string): string {
+  const error = toSwitchboardError(err);
+  const path = typeof error.details?.path === 'string' ? error.details.path : undefined;
+  if (path === undefined || !error.message.startsWith(path)) return error.message;
+  const shown = pathOverride ? pathOverride(path) : path;
+  return `${shown}: ${error.message.slice(path.length).replace(/^:?\s*/, '')}`;
+}
+
+/**
+ * Everything a command checks when it uses a setting (time zones, reset blocks, triggers, durations,
+ * sizes, runner specs), each area on its own so that every problem is listed, not the first.
+ */
+function semanticProblems(config: SwitchboardConfig): string[] {
+  const problems: string[] = [];
+  const check = (action: () => unknown, pathOverride?: (path: string) => string) => {
+    try {
+      action();
+    } catch (err) {
+      problems.push(problemOf(err, pathOverride));
+    }
+  };
+  const session = config.session ?? {};
+  check(() => validateResetConfig({ reset: session.reset }));
+  for (const [name, block] of Object.entries(session.resetByType ?? {})) check(() => validateResetConfig({ resetByType: { [name]: block } }));
+  for (const [name, block] of Object.entries(session.resetByChannel ?? {})) check(() => validateResetConfig({ resetByChannel: { [name]: block } }));
+  check(() => validateResetConfig({ resetTriggers: session.resetTriggers }));
+  for (const [key, value] of Object.entries(session.maintenance ?? {})) check(() => resolveMaintenanceSettings({ [key]: value }));
+  check(() => resolveMaintenanceSettings(session.maintenance));
+  check(() => resolveCronRetentionMs(config.cron));
+  const defaults = config.agents?.defaults?.runner as RunnerConfigInput | undefined;
+  check(() => resolveRunnerSpec(undefined, defaults));
+  (config.agents?.list ?? []).forEach((agent, i) => {
+    if (agent?.runner === undefined) return;
+    const named = (path: string) => path.replace('agents.list[]', `agents.list[${i}]`);
+    check(() => resolveRunnerSpec(agent.runner as RunnerConfigInput, undefined), named);
+    check(() => resolveRunnerSpec(agent.runner as RunnerConfigInput, defaults), named);
+  });
+  return [...new Set(problems)];
+}
+
 async function runValidate(ctx: CliContext): Promise<number> {
   const loaded = await ctx.config();
+  const problems = semanticProblems(loaded.config);
+  if (problems.length > 0) throw configProblems(loaded.path ?? 'config', problems, loaded.text);
   const warnings = await configWarnings(ctx);
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, { ok: true, path: loaded.path, warnings, unusedKeys: findUnknownKeys(loaded.config) });

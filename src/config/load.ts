@@ -6,6 +6,7 @@ import path from 'node:path';
 import { SwitchboardError, packageRoot } from '../core/index.js';
 import type { SwitchboardConfig } from './types.js';
 import { checkCurrentFormat, configGeneration } from './openclaw-format.js';
+import { locateJsonPaths, positionOfPath } from './positions.js';
 import { describeSchemaErrors, jsonPathOf, schemaValidator } from './validators.js';
 
 export type ConfigSource = 'flag' | 'env' | 'state-dir' | 'openclaw' | 'none';
@@ -14,6 +15,8 @@ export interface LoadedConfig {
   config: SwitchboardConfig;
   /** The file the config came from, or null when running on built-in defaults. */
   path: string | null;
+  /** The file's text, kept so that later checks can name `file:line:column`. */
+  text?: string;
   source: ConfigSource;
 }
 
@@ -63,13 +66,25 @@ export async function parseConfigText(text: string, label: string): Promise<Swit
   const problems = validate(data) ? [] : describeSchemaErrors(validate.errors);
   // The current format's own rules (roster keys, ownership, binding agents) need a well-typed file.
   if (problems.length === 0 && configGeneration(data as SwitchboardConfig) === 'entries') problems.push(...checkCurrentFormat(data as SwitchboardConfig));
-  if (problems.length > 0) throw configProblems(label, problems);
+  if (problems.length > 0) throw configProblems(label, problems, text);
   return data as SwitchboardConfig;
 }
 
-/** One CONFIG_INVALID naming every problem (not just the first), each as `json.path: what is wrong`. */
-export function configProblems(label: string, problems: string[]): SwitchboardError {
-  const message = problems.length === 1 ? `${label}: ${problems[0]}` : `${label}: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`;
+/** `path: problem` → `file:line:column: path: problem`, the position found in the JSON5 text. */
+export function locateProblems(label: string, problems: string[], text: string | undefined): string[] {
+  if (text === undefined) return problems;
+  const positions = locateJsonPaths(text);
+  return problems.map((problem) => {
+    const path = problem.slice(0, Math.max(0, problem.indexOf(': ')));
+    const at = path === '' ? undefined : positionOfPath(positions, path);
+    return at ? `${label}:${at.line}:${at.column}: ${problem}` : `${label}: ${problem}`;
+  });
+}
+
+/** One CONFIG_INVALID naming every problem (not just the first), each as `file:line:column: json.path: what is wrong`. */
+export function configProblems(label: string, problems: string[], text?: string): SwitchboardError {
+  const located = locateProblems(label, problems, text);
+  const message = located.length === 1 ? located[0] : `${label}: ${located.length} problems:\n${located.map((p) => `  ${p}`).join('\n')}`;
   return new SwitchboardError('CONFIG_INVALID', message, {
     details: { file: label, problems, path: problems[0]?.split(':')[0] },
     hint: `fix the file, then check it with \`switchboard config validate --config ${label}\``,
@@ -91,7 +106,7 @@ export async function loadConfig(options: LocateOptions): Promise<LoadedConfig> 
     }
     throw new SwitchboardError('IO', `cannot read config ${located.path}: ${(err as Error).message}`, { cause: err });
   }
-  return { config: await parseConfigText(text, located.path), path: located.path, source: located.source };
+  return { config: await parseConfigText(text, located.path), path: located.path, text, source: located.source };
 }
 
 interface SchemaNode {

@@ -34,6 +34,11 @@ export function schemaValidator(name: string): CompiledValidator {
 export function jsonPathOf(instancePath: string, extraKey?: string): string {
   const segments = instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (extraKey !== undefined) segments.push(extraKey);
+  return formatJsonPath(segments);
+}
+
+/** `['bindings', '3', 'match']` → `bindings[3].match`; keys that are not identifiers are quoted. */
+export function formatJsonPath(segments: string[]): string {
   let out = '';
   for (const segment of segments) {
     if (/^\d+$/.test(segment)) out += `[${segment}]`;

@@ -120,3 +120,61 @@ test('jsonPathOf renders instance paths the way messages show them', () => {
   assert.equal(jsonPathOf(''), '$');
   assert.equal(jsonPathOf('/agents/list/0', 'id'), 'agents.list[0].id');
 });
+
+describe('config validate rejects what any command would reject', () => {
+  test('time zones, durations, sizes and runner specs are all listed, each as file:line:column and path', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'switchboard.json5');
+    fs.writeFileSync(
+      file,
+      [
+        '{',
+        '  // a JSON5 file with comments',
+        '  agents: { defaults: { runner: { command: "builtin:nope" } } },',
+        '  session: {',
+        '    reset: { mode: "daily", timezone: "Mars/Olympus" },',
+        '    maintenance: { pruneAfter: "30 fortnights", rotateBytes: "ten" },',
+        '  },',
+        '  cron: { sessionRetention: "forever" },',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const r = await runCli(['config', 'validate', '--json', '--config', file, '--state-dir', dir]);
+    assert.equal(r.code, 78, r.stdout + r.stderr);
+    const { code, message } = errorOf(r.stderr);
+    assert.equal(code, 'CONFIG_INVALID');
+    for (const expected of [
+      `${file}:5:29: session.reset.timezone:`,
+      `${file}:6:20: session.maintenance.pruneAfter:`,
+      `${file}:6:49: session.maintenance.rotateBytes:`,
+      `${file}:8:11: cron.sessionRetention:`,
+      `${file}:3:35: agents.defaults.runner.command:`,
+    ]) {
+      assert.ok(message.includes(expected), `missing ${expected} in:\n${message}`);
+    }
+    // The same file is refused by a command that uses the reset policy.
+    const explain = await runCli(['route', 'explain', '--channel', 'x', '--config', file, '--state-dir', dir]);
+    assert.equal(explain.code, 78);
+  });
+
+  test('schema problems name the line and column of the offending key', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'c.json5');
+    fs.writeFileSync(file, '{\n  bindings: [\n    { agentId: "main", match: { channel: "discord", guild: "g1" } },\n  ],\n}\n');
+    const r = await runCli(['config', 'validate', '--json', '--config', file, '--state-dir', dir]);
+    assert.equal(r.code, 78);
+    assert.equal(errorOf(r.stderr).message, `${file}:3:53: bindings[0].match.guild: unknown key`);
+  });
+
+  test('a config every command accepts validates with exit 0', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'c.json'), {
+      agents: { defaults: { runner: { command: 'builtin:echo' } } },
+      session: { reset: { mode: 'daily', timezone: 'Europe/Berlin' }, maintenance: { pruneAfter: '30d', rotateBytes: '10mb' } },
+      cron: { sessionRetention: '24h' },
+    });
+    const r = await runCli(['config', 'validate', '--config', file, '--state-dir', dir]);
+    assert.equal(r.code, 0, r.stderr);
+  });
+});
