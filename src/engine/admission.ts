@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   applyQueueDirective,
+  carriedOf,
   describeQueueSettings,
   describeSendSetting,
   enqueueItem,
@@ -412,7 +413,9 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   switch (admission.action) {
     case 'start': {
       const lane: LaneName = item.message.kind === 'cron' ? 'cron' : 'main';
-      entry.activeRun = { ...THIS_PROCESS, runId: item.runId, sessionId: entry.sessionId, startedAt: now, lane };
+      // The run names what it carries, so a run_failed for a dead holder can name the message.
+      const carried = carriedOf({ runId: item.runId, messageId: item.message.messageId });
+      entry.activeRun = { ...THIS_PROCESS, runId: item.runId, sessionId: entry.sessionId, startedAt: now, lane, messages: [carried] };
       if (!entry.queueOwner || !isThisProcess(entry.queueOwner)) entry.queueOwner = ownerRecord(now);
       delete entry.abortRequested;
       outcome.before = takeOutbox(entry);
