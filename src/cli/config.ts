@@ -1,6 +1,7 @@
 // `switchboard config show|validate`: the effective config with the source of every value, and
 // a check of a config file (schema, semantic rules, unknown keys) that exits 0 or 78.
 
+import path from 'node:path';
 import type { Command } from 'commander';
 import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
 import { toSwitchboardError } from '../core/index.js';
@@ -43,23 +44,41 @@ async function runShow(ctx: CliContext): Promise<number> {
   const loaded = await ctx.config();
   const table = await ctx.routingTable();
   const warnings = await configWarnings(ctx);
-  const values = effectiveValues(loaded.config);
+  const values = effectiveValues(loaded.config, { origins: loaded.origins, unused: findUnknownKeys(loaded.config) });
   const agents = table.agents.length > 0 ? table.agents.map((a) => a.id) : [table.defaultAgentId];
+  const files = loaded.layers.map((layer) => layer.file);
   if (ctx.json) {
-    writeJsonLine(ctx.streams.stdout, { path: loaded.path, source: loaded.source, stateDir: ctx.stateDir, agents, defaultAgentId: table.defaultAgentId, values, warnings });
+    writeJsonLine(ctx.streams.stdout, {
+      path: loaded.path,
+      files,
+      source: loaded.source,
+      stateDir: ctx.stateDir,
+      generation: table.generation,
+      agents,
+      defaultAgentId: table.defaultAgentId,
+      owner: table.owner ?? null,
+      values,
+      warnings,
+    });
     return 0;
   }
   const paint = await ctx.painter();
   const out: string[] = [];
   out.push(`config: ${loaded.path ?? '(none: built-in defaults)'}`);
+  if (files.length > 1) out.push(`layers: ${files.join(' <- ')} (later files win)`);
+  out.push(`format: ${table.generation === 'entries' ? 'agents.entries (OpenClaw 2026.9.6 rules)' : 'agents.list'}`);
   out.push(`state dir: ${ctx.stateDir}`);
-  out.push(`agents: ${agents.join(', ')} (default: ${table.defaultAgentId})`);
+  out.push(`agents: ${agents.join(', ')} (${table.owner === undefined ? 'no fallback owner: unclaimed messages are refused' : `owner of unclaimed messages: ${table.owner}`})`);
   out.push('');
-  const width = Math.min(48, Math.max(...values.map((v) => v.path.length)) + 2);
+  const width = Math.min(48, Math.max(0, ...values.map((v) => v.path.length)) + 2);
   for (const value of values) {
-    const rendered = JSON.stringify(value.value);
+    const rendered = JSON.stringify(value.value) ?? String(value.value);
     const shown = rendered.length > 100 ? `${rendered.slice(0, 97)}...` : rendered;
-    out.push(`${value.path.padEnd(width)}${shown}  ${paint.dim(`(${value.source})`)}`);
+    // A path longer than the column still gets two spaces before its value.
+    const label = value.path.length + 2 > width ? `${value.path}  ` : value.path.padEnd(width);
+    const origin = value.source === 'file' && value.file !== undefined ? path.basename(value.file) : value.source;
+    const notes = [origin, ...(value.used === false ? ['not used by switchboard'] : []), ...(value.redacted ? ['redacted'] : [])];
+    out.push(`${label}${shown}  ${paint.dim(`(${notes.join(', ')})`)}`);
   }
   for (const warning of warnings) out.push(`${paint.yellow('warning:')} ${warning}`);
   ctx.streams.stdout.write(`${out.join('\n')}\n`);
@@ -110,7 +129,7 @@ function semanticProblems(config: SwitchboardConfig): string[] {
 async function runValidate(ctx: CliContext): Promise<number> {
   const loaded = await ctx.config();
   const problems = semanticProblems(loaded.config);
-  if (problems.length > 0) throw configProblems(loaded.path ?? 'config', problems, loaded.text);
+  if (problems.length > 0) throw configProblems(loaded.path ?? 'config', problems, loaded.layers);
   const warnings = await configWarnings(ctx);
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, { ok: true, path: loaded.path, warnings, unusedKeys: findUnknownKeys(loaded.config) });

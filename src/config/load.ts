@@ -6,7 +6,7 @@ import path from 'node:path';
 import { SwitchboardError, packageRoot } from '../core/index.js';
 import type { SwitchboardConfig } from './types.js';
 import { checkCurrentFormat, configGeneration } from './openclaw-format.js';
-import { locateJsonPaths, positionOfPath } from './positions.js';
+import { loadLayers, locateLayeredProblems, mergeLayers, type ConfigLayer } from './layers.js';
 import { describeSchemaErrors, jsonPathOf, schemaValidator } from './validators.js';
 
 export type ConfigSource = 'flag' | 'env' | 'state-dir' | 'openclaw' | 'none';
@@ -15,8 +15,10 @@ export interface LoadedConfig {
   config: SwitchboardConfig;
   /** The file the config came from, or null when running on built-in defaults. */
   path: string | null;
-  /** The file's text, kept so that later checks can name `file:line:column`. */
-  text?: string;
+  /** Every file of the config, base first (one unless it `extends` an OpenClaw file): later checks name `file:line:column`. */
+  layers: ConfigLayer[];
+  /** For each leaf path the file its value came from (only when several files are layered). */
+  origins?: Map<string, string>;
   source: ConfigSource;
 }
 
@@ -44,15 +46,14 @@ async function parseJson5(text: string): Promise<unknown> {
   return json5Parse(text);
 }
 
-/** Parses and schema-validates config text; `label` names the file in messages. */
-export async function parseConfigText(text: string, label: string): Promise<SwitchboardConfig> {
-  let data: unknown;
+/** Parses JSON (fast path) or JSON5 text; a syntax error is CONFIG_INVALID naming line and column. */
+async function parseText(text: string, label: string): Promise<unknown> {
   try {
     // Plain JSON is the common case (openclaw.json) and JSON.parse is much faster than JSON5.
-    data = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
     try {
-      data = await parseJson5(text);
+      return await parseJson5(text);
     } catch (err) {
       const e = err as { lineNumber?: number; columnNumber?: number; message?: string };
       const where = e.lineNumber ? `${label}:${e.lineNumber}:${e.columnNumber ?? 0}` : label;
@@ -62,28 +63,27 @@ export async function parseConfigText(text: string, label: string): Promise<Swit
       });
     }
   }
+}
+
+/** Schema, then (for agents.entries configs) the current format's own rules; every problem at once. */
+function validateConfigData(data: unknown, label: string, layers: ConfigLayer[]): SwitchboardConfig {
   const validate = schemaValidator('config');
   const problems = validate(data) ? [] : describeSchemaErrors(validate.errors);
   // The current format's own rules (roster keys, ownership, binding agents) need a well-typed file.
   if (problems.length === 0 && configGeneration(data as SwitchboardConfig) === 'entries') problems.push(...checkCurrentFormat(data as SwitchboardConfig));
-  if (problems.length > 0) throw configProblems(label, problems, text);
+  if (problems.length > 0) throw configProblems(label, problems, layers);
   return data as SwitchboardConfig;
 }
 
-/** `path: problem` → `file:line:column: path: problem`, the position found in the JSON5 text. */
-export function locateProblems(label: string, problems: string[], text: string | undefined): string[] {
-  if (text === undefined) return problems;
-  const positions = locateJsonPaths(text);
-  return problems.map((problem) => {
-    const path = problem.slice(0, Math.max(0, problem.indexOf(': ')));
-    const at = path === '' ? undefined : positionOfPath(positions, path);
-    return at ? `${label}:${at.line}:${at.column}: ${problem}` : `${label}: ${problem}`;
-  });
+/** Parses and validates one config text; `label` names the file in messages. */
+export async function parseConfigText(text: string, label: string): Promise<SwitchboardConfig> {
+  const data = await parseText(text, label);
+  return validateConfigData(data, label, [{ file: label, text, data: data as Record<string, unknown> }]);
 }
 
 /** One CONFIG_INVALID naming every problem (not just the first), each as `file:line:column: json.path: what is wrong`. */
-export function configProblems(label: string, problems: string[], text?: string): SwitchboardError {
-  const located = locateProblems(label, problems, text);
+export function configProblems(label: string, problems: string[], layers: ConfigLayer[] = []): SwitchboardError {
+  const located = layers.length > 0 ? locateLayeredProblems(layers, problems) : problems.map((p) => `${label}: ${p}`);
   const message = located.length === 1 ? located[0] : `${label}: ${located.length} problems:\n${located.map((p) => `  ${p}`).join('\n')}`;
   return new SwitchboardError('CONFIG_INVALID', message, {
     details: { file: label, problems, path: problems[0]?.split(':')[0] },
@@ -91,22 +91,29 @@ export function configProblems(label: string, problems: string[], text?: string)
   });
 }
 
-export async function loadConfig(options: LocateOptions): Promise<LoadedConfig> {
-  const located = locateConfig(options);
-  if (!located.path) return { config: {}, path: null, source: 'none' };
-  let text: string;
+function readConfigFile(file: string, why: string, source: ConfigSource): string {
   try {
-    text = fs.readFileSync(located.path, 'utf8');
+    return fs.readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
-      throw new SwitchboardError('NOT_FOUND', `config file not found: ${located.path}`, {
-        hint: located.source === 'env' ? 'SWITCHBOARD_CONFIG names a file that does not exist' : 'check the --config path',
-      });
+      const hint = why !== 'config' ? `${why} names a file that does not exist` : source === 'env' ? 'SWITCHBOARD_CONFIG names a file that does not exist' : 'check the --config path';
+      throw new SwitchboardError('NOT_FOUND', `config file not found: ${file}`, { hint });
     }
-    throw new SwitchboardError('IO', `cannot read config ${located.path}: ${(err as Error).message}`, { cause: err });
+    throw new SwitchboardError('IO', `cannot read config ${file}: ${(err as Error).message}`, { cause: err });
   }
-  return { config: await parseConfigText(text, located.path), path: located.path, text, source: located.source };
+}
+
+export async function loadConfig(options: LocateOptions): Promise<LoadedConfig> {
+  const located = locateConfig(options);
+  if (!located.path) return { config: {}, path: null, source: 'none', layers: [] };
+  const layers = await loadLayers(located.path, (file, why) => readConfigFile(file, why, located.source), parseText);
+  if (layers.length === 1) {
+    const [only] = layers;
+    return { config: validateConfigData(only.data, located.path, layers), path: located.path, layers, source: located.source };
+  }
+  const { data, origins } = mergeLayers(layers);
+  return { config: validateConfigData(data, located.path, layers), path: located.path, layers, origins, source: located.source };
 }
 
 interface SchemaNode {

@@ -1,0 +1,125 @@
+// The two-file setup: a switchboard.json5 that `extends` an openclaw.json kept exactly as OpenClaw
+// wants it, overlaying switchboard's own keys. Layers merge base first; each value remembers its file.
+
+import os from 'node:os';
+import path from 'node:path';
+import { SwitchboardError } from '../core/index.js';
+import { locateJsonPaths, type TextPosition } from './positions.js';
+import { formatJsonPath } from './validators.js';
+
+export interface ConfigLayer {
+  file: string;
+  text: string;
+  data: Record<string, unknown>;
+}
+
+const MAX_DEPTH = 8;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** `~/x` → home, a relative path → next to the file that names it. */
+export function resolveExtends(raw: string, fromFile: string): string {
+  const trimmed = raw.trim();
+  if (trimmed === '~' || trimmed.startsWith('~/')) return path.join(os.homedir(), trimmed.slice(1));
+  return path.resolve(path.dirname(fromFile), trimmed);
+}
+
+/**
+ * Loads `file` and every file it extends, base first. `read` returns a file's text (NOT_FOUND/IO
+ * on failure), `parse` its JSON5 value. A cycle or a chain deeper than 8 files is CONFIG_INVALID.
+ */
+export async function loadLayers(
+  file: string,
+  read: (file: string, why: string) => string,
+  parse: (text: string, label: string) => Promise<unknown>,
+): Promise<ConfigLayer[]> {
+  const chain: ConfigLayer[] = [];
+  let current = file;
+  let why = 'config';
+  for (;;) {
+    if (chain.some((layer) => layer.file === current)) {
+      throw new SwitchboardError('CONFIG_INVALID', `${current}: "extends" makes a cycle (${[...chain.map((l) => l.file), current].join(' → ')})`, {
+        details: { path: 'extends' },
+      });
+    }
+    if (chain.length >= MAX_DEPTH) throw new SwitchboardError('CONFIG_INVALID', `${file}: more than ${MAX_DEPTH} files chained by "extends"`, { details: { path: 'extends' } });
+    const text = read(current, why);
+    const data = await parse(text, current);
+    if (!isRecord(data)) {
+      // The schema reports a non-object config with its own message.
+      chain.push({ file: current, text, data: data as Record<string, unknown> });
+      break;
+    }
+    chain.push({ file: current, text, data });
+    if (data.extends === undefined) break;
+    if (typeof data.extends !== 'string' || data.extends.trim() === '') {
+      throw new SwitchboardError('CONFIG_INVALID', `${current}: extends: must name the OpenClaw config file this one builds on`, { details: { path: 'extends' } });
+    }
+    why = `"extends" of ${current}`;
+    current = resolveExtends(data.extends, current);
+  }
+  return chain.reverse();
+}
+
+function mergeInto(target: Record<string, unknown>, overlay: Record<string, unknown>, file: string, prefix: string[], origins: Map<string, string>): void {
+  for (const [key, value] of Object.entries(overlay)) {
+    if (prefix.length === 0 && key === 'extends') continue;
+    const at = [...prefix, key];
+    if (isRecord(value) && isRecord(target[key])) {
+      const copy = { ...(target[key] as Record<string, unknown>) };
+      mergeInto(copy, value, file, at, origins);
+      target[key] = copy;
+    } else {
+      // Arrays and scalars are replaced whole: merging two bindings lists would reorder tiers.
+      target[key] = value;
+      for (const known of [...origins.keys()]) if (known.startsWith(`${formatJsonPath(at)}.`) || known.startsWith(`${formatJsonPath(at)}[`)) origins.delete(known);
+      recordOrigins(value, at, file, origins);
+    }
+  }
+}
+
+function recordOrigins(value: unknown, at: string[], file: string, origins: Map<string, string>): void {
+  if (isRecord(value) && Object.keys(value).length > 0) {
+    for (const [key, child] of Object.entries(value)) recordOrigins(child, [...at, key], file, origins);
+  } else {
+    origins.set(formatJsonPath(at), file);
+  }
+}
+
+/** The merged config (without `extends`) and, for every leaf path, the file its value came from. */
+export function mergeLayers(layers: ConfigLayer[]): { data: Record<string, unknown>; origins: Map<string, string> } {
+  const data: Record<string, unknown> = {};
+  const origins = new Map<string, string>();
+  for (const layer of layers) if (isRecord(layer.data)) mergeInto(data, layer.data, layer.file, [], origins);
+  return { data, origins };
+}
+
+/** Where a path sits: the last layer that has it, else the nearest ancestor in the top layer. */
+export function layeredPosition(layers: ConfigLayer[], positions: Map<string, TextPosition>[], jsonPath: string): { file: string; at?: TextPosition } {
+  for (let i = layers.length - 1; i >= 0; i--) {
+    const at = positions[i].get(jsonPath);
+    if (at) return { file: layers[i].file, at };
+  }
+  let current = jsonPath;
+  for (;;) {
+    for (let i = layers.length - 1; i >= 0; i--) {
+      const at = positions[i].get(current);
+      if (at) return { file: layers[i].file, at };
+    }
+    const cut = Math.max(current.lastIndexOf('.'), current.lastIndexOf('['));
+    if (cut <= 0) return { file: layers[layers.length - 1].file };
+    current = current.slice(0, cut);
+  }
+}
+
+/** `path: problem` lines named by the file, line and column where that path is written. */
+export function locateLayeredProblems(layers: ConfigLayer[], problems: string[]): string[] {
+  const positions = layers.map((layer) => locateJsonPaths(layer.text));
+  return problems.map((problem) => {
+    const jsonPath = problem.slice(0, Math.max(0, problem.indexOf(': ')));
+    const { file, at } = jsonPath === '' ? { file: layers[layers.length - 1].file, at: undefined } : layeredPosition(layers, positions, jsonPath);
+    return at ? `${file}:${at.line}:${at.column}: ${problem}` : `${file}: ${problem}`;
+  });
+}
