@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import { killWhen, recordedCounts as countsIn, storeIdentity, transcriptBytes, type KillPlan } from '../fixtures/crash-lib.js';
+import { SOAK_FACTOR, killWhen, recordedCounts as countsIn, storeIdentity, transcriptBytes, type KillPlan } from '../fixtures/crash-lib.js';
 import { BIN, jsonLines, runCli, tempDir } from '../helpers.js';
 
 const recordedCounts = (stateDir: string): Map<string, number> => countsIn(path.join(stateDir, 'agents', 'main', 'sessions'));
@@ -95,14 +95,15 @@ async function ingestRound(stateDir: string, pending: Message[], kill: KillPlan,
 
 async function crashLoop(asFile: boolean, tag: string): Promise<void> {
   const stateDir = tempDir();
-  const messages = messagesFor(asFile ? 300 : 240, tag);
+  const messages = messagesFor((asFile ? 300 : 240) * SOAK_FACTOR, tag);
   const acked = new Set<string>();
   const ackedEver: string[] = [];
-  for (let round = 0; round < 60 && acked.size < messages.length; round++) {
+  const killedRounds = 36 * SOAK_FACTOR;
+  for (let round = 0; round < killedRounds + 24 && acked.size < messages.length; round++) {
     const pending = messages.filter((m) => !acked.has(m.id));
     // Early rounds are killed at the moments that matter or at random; later ones are let finish.
     const plans: KillPlan[] = [{ at: 'store-replaced' }, { at: 'transcript-grew' }, { at: 'time', ms: 60 + Math.floor(Math.random() * 260) }];
-    const kill = round < 36 ? plans[round % plans.length]! : null;
+    const kill = round < killedRounds ? plans[round % plans.length]! : null;
     const { acked: now } = await ingestRound(stateDir, pending, kill, asFile);
     for (const id of now) {
       if (!acked.has(id)) ackedEver.push(id);

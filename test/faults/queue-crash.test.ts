@@ -24,10 +24,11 @@ import {
   transcriptOf,
   type QueueEnv,
 } from '../fixtures/queue-lib.js';
+import { SOAK_FACTOR } from '../fixtures/crash-lib.js';
 
 after(killLiveIngests);
 
-const ROUNDS = 6;
+const ROUNDS = 6 * SOAK_FACTOR;
 const PER_PEER = 3;
 /** One session per peer; each drains in its own mode (the message's `queue.mode` field). */
 const PEERS: [string, string][] = [

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, test } from 'node:test';
 import { connectClient } from '../../src/server/index.js';
-import { killWhen, recordedCounts, storeIdentity, transcriptBytes, type KillPlan } from '../fixtures/crash-lib.js';
+import { SOAK_FACTOR, killWhen, recordedCounts, storeIdentity, transcriptBytes, type KillPlan } from '../fixtures/crash-lib.js';
 import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
 import { startServe, stopAllServers, type ServeProcess } from '../serve-process.js';
 
@@ -21,8 +21,8 @@ const MESSAGES_PER_REQUEST = 3;
 const PIPELINE_DEPTH = 4;
 const PEERS = 6;
 /** Rounds killed on purpose; the rounds after them are let finish until everything is acked. */
-const KILLED_ROUNDS = 9;
-const MAX_ROUNDS = 20;
+const KILLED_ROUNDS = 9 * SOAK_FACTOR;
+const MAX_ROUNDS = KILLED_ROUNDS + 11;
 
 /** doctor findings a SIGKILL may leave behind by design (switchboard-doctor(1)). */
 const DEBRIS = ['stale-lock', 'lock-tombstone', 'temp-file', 'empty-transcript'];
