@@ -210,7 +210,9 @@ export interface AdmitEnv {
 
 /** Plans one message against the store being updated: queue admission for agents with a runner, else the record-only plan. */
 export function admitItem(store: SessionStore, item: Addressed, env: AdmitEnv): void {
-  if (runnerFor(env.ctx, item.agentId) !== undefined) {
+  // Session commands (`/queue …`, `/send …`, `/stop`) are handled the same with or without a
+  // runner; the cheap first-character test keeps the record-only path (P3) free of parsing.
+  if (runnerFor(env.ctx, item.agentId) !== undefined || mayBeCommand(item)) {
     admitOne(store, item, env);
     return;
   }
@@ -219,6 +221,10 @@ export function admitItem(store: SessionStore, item: Addressed, env: AdmitEnv): 
   const plan = planSessionMessage(existing, planMessageOf(item), planContextFor(env.ctx, env.location, item.sessionKey, env.now));
   item.plan = plan;
   if (!plan.duplicate) store[item.sessionKey] = plan.entry as SessionEntry;
+}
+
+function mayBeCommand(item: Addressed): boolean {
+  return item.message.kind === 'user' && item.message.text !== undefined && item.message.text.trimStart().startsWith('/');
 }
 
 /** A session command (`/stop`, `/send …`, a `/queue` directive alone or an invalid one): applied now, answered with a reply. */
@@ -379,6 +385,13 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   }
 
   const text = directive.found ? directive.cleanedText : plan.text;
+  if (runnerFor(ctx, item.agentId) === undefined) {
+    // No runner: nothing to queue or start; the message (its directive taken out) is recorded.
+    outcome.record = true;
+    outcome.text = text;
+    finish();
+    return;
+  }
   outcome.text = text;
   const settings = resolveQueueSettings({
     channel: item.message.route.channel,
