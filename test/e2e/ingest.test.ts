@@ -65,10 +65,12 @@ describe('the Alice scenario (examples/)', () => {
 
   test('dmScope "main" collapses the DMs into the main session', async () => {
     const state = tempDir();
-    const source = fs.readFileSync(EXAMPLE_CONFIG, 'utf8').replace('dmScope: "per-peer"', 'dmScope: "main"');
-    assert.ok(source.includes('dmScope: "main"'));
+    // The example is a pair (switchboard.json5 extends openclaw.json): copy both, change the OpenClaw file.
+    const base = fs.readFileSync(path.join(path.dirname(EXAMPLE_CONFIG), 'openclaw.json'), 'utf8').replace('"dmScope": "per-peer"', '"dmScope": "main"');
+    assert.ok(base.includes('"dmScope": "main"'));
+    fs.writeFileSync(path.join(state, 'openclaw.json'), base);
     const config = path.join(state, 'main-scope.json5');
-    fs.writeFileSync(config, source);
+    fs.copyFileSync(EXAMPLE_CONFIG, config);
     const r = await runCli(['ingest', EXAMPLE_MESSAGES, '--config', config, '--state-dir', state]);
     const [telegram, slack] = jsonLines(r.stdout);
     assert.equal(telegram.sessionKey, 'agent:main:main');
