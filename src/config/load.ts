@@ -68,7 +68,7 @@ async function parseText(text: string, label: string): Promise<unknown> {
 /** Schema, then (for agents.entries configs) the current format's own rules; every problem at once. */
 function validateConfigData(data: unknown, label: string, layers: ConfigLayer[]): SwitchboardConfig {
   const validate = schemaValidator('config');
-  const problems = validate(data) ? [] : describeSchemaErrors(validate.errors);
+  const problems = validate(data) ? [] : describeSchemaErrors(validate.errors, { namedUnknownKeys: true });
   // The current format's own rules (roster keys, ownership, binding agents) need a well-typed file.
   if (problems.length === 0 && configGeneration(data as SwitchboardConfig) === 'entries') problems.push(...checkCurrentFormat(data as SwitchboardConfig));
   if (problems.length > 0) throw configProblems(label, problems, layers);

@@ -48,12 +48,15 @@ export function formatJsonPath(segments: string[]): string {
   return out === '' ? '$' : out;
 }
 
-/** One readable line per schema error: `bindings[3].match.channel: must be string`. */
-export function describeSchemaErrors(errors: SchemaError[] | null | undefined): string[] {
+/**
+ * One readable line per schema error: `bindings[3].match.channel: must be string`. With
+ * `namedUnknownKeys`, an unexpected key is reported at its own path (`…match.guild: unknown key`).
+ */
+export function describeSchemaErrors(errors: SchemaError[] | null | undefined, options: { namedUnknownKeys?: boolean } = {}): string[] {
   const lines: string[] = [];
   for (const error of errors ?? []) {
     const missing = error.keyword === 'required' ? String(error.params.missingProperty) : undefined;
-    const extra = error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : undefined;
+    const extra = options.namedUnknownKeys && error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : undefined;
     const path = jsonPathOf(error.instancePath, missing ?? extra);
     let message = error.message ?? error.keyword;
     // A typo'd key in a strict object (a binding's match, a sendPolicy rule) must be named, not summarised.
