@@ -73,6 +73,16 @@ export interface Addressed {
   plan?: SessionPlan;
   /** Set for agents with a runner: what admission decided (re-set on every mutator run). */
   outcome?: Outcome;
+  /** Pinned (`sessionId`) to an instance that is no longer current: the rebind check failed. */
+  rebind?: Rebind;
+}
+
+/** Where a message pinned to a rotated-away instance goes instead of the current conversation. */
+export interface Rebind {
+  sessionId: string;
+  currentSessionId: string | null;
+  /** That instance's transcript (archived or not yet), if it still exists; found after planning. */
+  file: string | null;
 }
 
 /** What queue admission decided for one message of an agent with a runner. */
@@ -161,7 +171,7 @@ export function planContextFor(ctx: EngineContext, location: StoreLocation, sess
 
 const NO_DIRECTIVE: QueueDirective = { found: false, cleanedText: '', directiveOnly: false, errors: [] };
 
-function requesterOf(message: InboundMessage): string {
+export function requesterOf(message: InboundMessage): string {
   const sender = message.sender?.id?.trim() || message.sender?.name?.trim();
   if (sender) return sender;
   const peer = message.route.peer;
@@ -210,6 +220,18 @@ export interface AdmitEnv {
 
 /** Plans one message against the store being updated: queue admission for agents with a runner, else the record-only plan. */
 export function admitItem(store: SessionStore, item: Addressed, env: AdmitEnv): void {
+  item.rebind = undefined;
+  const pinned = item.message.sessionId;
+  if (pinned !== undefined) {
+    const current = Object.hasOwn(store, item.sessionKey) ? store[item.sessionKey] : undefined;
+    if (current?.sessionId !== pinned) {
+      // Work that belongs to an older instance never lands in the new conversation.
+      item.plan = undefined;
+      item.outcome = undefined;
+      item.rebind = { sessionId: pinned, currentSessionId: typeof current?.sessionId === 'string' ? current.sessionId : null, file: null };
+      return;
+    }
+  }
   // Session commands (`/queue …`, `/send …`, `/stop`) are handled the same with or without a
   // runner; the cheap first-character test keeps the record-only path (P3) free of parsing.
   if (runnerFor(env.ctx, item.agentId) !== undefined || mayBeCommand(item)) {

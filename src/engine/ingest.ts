@@ -16,6 +16,7 @@ import {
   archiveFile,
   checkSessionEntry,
   entryHash,
+  findInstanceTranscript,
   transactSessionStore,
   withLock,
   type JournalSession,
@@ -25,7 +26,7 @@ import {
   type StoreLocation,
   type StoreTransaction,
 } from '../store/index.js';
-import { admitItem, messageRecord, type AdmitEnv, type Addressed, type BatchEffects, type Disposition, type ResetInfo } from './admission.js';
+import { admitItem, messageRecord, requesterOf, type AdmitEnv, type Addressed, type BatchEffects, type Disposition, type ResetInfo } from './admission.js';
 import { incognitoStoreFor, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
 import { appendInStore, busyRetryDelayMs } from './store-append.js';
 import { parseMessageLine, type InboundMessage } from './message.js';
@@ -125,6 +126,8 @@ interface SessionWork {
   file: string;
   entries: NewTranscriptEntry[];
   items: Addressed[];
+  /** Records of messages pinned to an older instance, written to its file: not journalled, no entry. */
+  rebind?: true;
 }
 
 /** Groups planned messages by the transcript they append to, in arrival order. */
@@ -134,6 +137,18 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
   const paths = new Map<string, string>();
   const now = ctx.clock.now();
   for (const item of items) {
+    if (item.rebind !== undefined) {
+      if (item.rebind.file === null) continue; // nothing left of that instance: reported, not recorded
+      const file = item.rebind.file;
+      let work = bySession.get(file);
+      if (!work) {
+        work = { location, agentId: item.agentId, sessionKey: item.sessionKey, sessionId: item.rebind.sessionId, file, entries: [], items: [], rebind: true };
+        bySession.set(file, work);
+      }
+      work.entries.push(messageRecord(item, item.message.text, now));
+      work.items.push(item);
+      continue;
+    }
     const plan = item.plan!;
     if (plan.duplicate) continue;
     const outcome = item.outcome;
@@ -186,16 +201,19 @@ function storeOf(ctx: EngineContext, item: Addressed): StoreLocation {
 
 /** `persisted`: on disk — false for incognito messages, kept in a server's memory or not at all. */
 function resultOf(item: Addressed): ResultEvent {
-  const { plan, outcome } = item;
+  const { plan, outcome, rebind } = item;
   const rotation = plan?.rotation;
-  // With a queue outcome (runner agents) the queue decided; record-only messages follow the plan.
-  const decided = plan && outcome
-    ? { sessionId: outcome.sessionId, reset: outcome.reset, disposition: outcome.disposition }
-    : {
-        sessionId: plan ? plan.entry.sessionId : null,
-        reset: rotation && rotation.reason !== 'cron' ? { reason: rotation.reason, previousSessionId: rotation.previousSessionId } : null,
-        disposition: (plan?.duplicate ? 'duplicate' : plan?.commandOnly ? 'command' : 'recorded') as Disposition,
-      };
+  // A rebind: recorded in the instance it was pinned to when that file still exists, never in the
+  // new one. With a queue outcome (runner agents) the queue decided; else the plan did.
+  const decided = rebind
+    ? { sessionId: rebind.sessionId, reset: null, disposition: (rebind.file === null ? 'dropped' : 'recorded') as Disposition }
+    : plan && outcome
+      ? { sessionId: outcome.sessionId, reset: outcome.reset, disposition: outcome.disposition }
+      : {
+          sessionId: plan ? plan.entry.sessionId : null,
+          reset: rotation && rotation.reason !== 'cron' ? { reason: rotation.reason, previousSessionId: rotation.previousSessionId } : null,
+          disposition: (plan?.duplicate ? 'duplicate' : plan?.commandOnly ? 'command' : 'recorded') as Disposition,
+        };
   return {
     type: 'result',
     line: item.line,
@@ -209,6 +227,21 @@ function resultOf(item: Addressed): ResultEvent {
     reset: decided.reset,
     disposition: decided.disposition,
     persisted: !item.incognito,
+  };
+}
+
+/** The `expired` event of a message whose pinned instance is no longer current. */
+function rebindEventOf(item: Addressed, rebind: NonNullable<Addressed['rebind']>): QueueEvent {
+  return {
+    type: 'expired',
+    runId: item.runId,
+    sessionKey: item.sessionKey,
+    sessionId: rebind.sessionId,
+    currentSessionId: rebind.currentSessionId,
+    reason: 'rebind',
+    requester: requesterOf(item.message),
+    messageId: item.message.messageId ?? null,
+    recordedIn: rebind.file === null ? null : rebind.file.slice(rebind.file.lastIndexOf('/') + 1),
   };
 }
 
@@ -283,6 +316,7 @@ async function planRound(
 function journalOf(store: SessionStore, works: SessionWork[], snapshots: Map<string, Snapshot>): JournalSession[] {
   const byKey = new Map<string, JournalSession>();
   for (const work of works) {
+    if (work.rebind) continue;
     let session = byKey.get(work.sessionKey);
     if (session === undefined) {
       session = { sessionKey: work.sessionKey, base: snapshots.get(work.sessionKey)?.hash ?? null, entry: store[work.sessionKey]!, records: [] };
@@ -319,6 +353,9 @@ async function commitRound(
   }
   const { effects, failed } = await planRound(ctx, runtime, location, store, items, snapshots);
   const planned = items.filter((item) => !failed.has(item));
+  for (const item of planned) {
+    if (item.rebind !== undefined) item.rebind.file = await findInstanceTranscript(location.sessionsDir, item.rebind.sessionId);
+  }
   const { work: works, rotations } = collectWork(ctx, location, planned);
   await tx.writeJournal(journalOf(store, works, snapshots), ctx.clock.now());
 
@@ -333,9 +370,18 @@ async function commitRound(
 
   const round: Round = { committed: [], failed, deferred: [], busy: undefined, rotations: [], effects };
   const worksByKey = new Map<string, SessionWork[]>();
-  for (const work of works) worksByKey.set(work.sessionKey, [...(worksByKey.get(work.sessionKey) ?? []), work]);
   const takenBack = new Set<string>();
   const lostItems = new Set<Addressed>();
+  for (const work of works) {
+    if (!work.rebind) worksByKey.set(work.sessionKey, [...(worksByKey.get(work.sessionKey) ?? []), work]);
+    else if (troubles.has(work)) {
+      // An older instance's file that cannot be written fails its lines, nothing else.
+      for (const item of work.items) {
+        lostItems.add(item);
+        failed.set(item, troubles.get(work));
+      }
+    }
+  }
   for (const [key, keyWorks] of worksByKey) {
     const bad = keyWorks.filter((work) => troubles.has(work));
     if (bad.length === 0) continue;
@@ -466,7 +512,8 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Prom
     for (const [item, err] of failed) events.set(item.line, errorEvent(item.line, err));
     for (const item of committed) {
       events.set(item.line, resultOf(item));
-      if (item.outcome && item.outcome.events.length > 0) queueEvents.set(item.line, item.outcome.events);
+      if (item.rebind) queueEvents.set(item.line, [rebindEventOf(item, item.rebind)]);
+      else if (item.outcome && item.outcome.events.length > 0) queueEvents.set(item.line, item.outcome.events);
     }
     batchEffects.push(...effects);
   }

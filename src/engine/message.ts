@@ -17,6 +17,8 @@ export interface InboundMessage {
   /** Epoch ms given by the sender, if any. */
   timestamp?: number;
   runId?: string;
+  /** The instance this message belongs to (a detached completion, an approval follow-up): the rebind check. */
+  sessionId?: string;
   cronJobId?: string;
   sessionKey?: string;
   queue?: { mode?: string; debounceMs?: number };
@@ -99,6 +101,11 @@ export function parseInboundMessage(raw: unknown): InboundMessage {
     fail('runId', 'must be 1–128 characters of letters, digits, ".", "_", ":" or "-"');
   }
 
+  const sessionId = optionalString(obj, 'sessionId')?.trim() || undefined;
+  if (sessionId !== undefined && !/^[a-z0-9][a-z0-9._-]{0,127}$/.test(sessionId)) {
+    fail('sessionId', 'must be a session id (lower-case letters, digits, ".", "_" or "-", at most 128)');
+  }
+
   return {
     route,
     kind,
@@ -107,6 +114,7 @@ export function parseInboundMessage(raw: unknown): InboundMessage {
     messageId,
     timestamp: parseTimestamp(obj.timestamp),
     runId,
+    ...(sessionId !== undefined ? { sessionId } : {}),
     cronJobId,
     sessionKey,
     queue,

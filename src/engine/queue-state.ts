@@ -310,12 +310,15 @@ export interface ExpiredEvent {
   sessionKey: string;
   /** The instance the item was admitted under (rotated away). */
   sessionId: string;
-  currentSessionId: string;
+  /** null: the session has no instance any more (deleted). */
+  currentSessionId: string | null;
   reason: 'rebind';
   requester: string;
   messageId: string | null;
   /** The queued item's kind when it was not a plain message (`overflow`: a summary turn). */
   kind?: string;
+  /** For an inbound message pinned to that instance: the file it was recorded in instead, or null. */
+  recordedIn?: string | null;
 }
 
 export interface RunFailedEvent {

@@ -1,9 +1,10 @@
 // Archiving a transcript (or any store file) on reset or deletion: a rename to
 // `<file>.reset.<ts>` / `<file>.deleted.<ts>` in the same folder. Nothing is ever deleted here.
 
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
-import { archivePathFor, type ArchiveReason } from './paths.js';
+import { archivePathFor, parseArchiveName, resolveInside, type ArchiveReason } from './paths.js';
 import { fileSystemFor, type StoreFileSystem } from './sessions-store.js';
 
 export interface ArchiveFileOptions {
@@ -66,4 +67,27 @@ export async function archiveFile(
       details: { path: sourcePath, errno: errnoOf(err), reason },
     });
   }
+}
+
+/**
+ * The transcript of an instance that is no longer current: still under its own name (its
+ * archive may be pending), else its newest archive; null when neither exists (or the folder
+ * cannot be listed, e.g. a memory volume).
+ */
+export async function findInstanceTranscript(sessionsDir: string, sessionId: string): Promise<string | null> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(sessionsDir);
+  } catch {
+    return null;
+  }
+  const isOwn = (name: string): boolean => name === `${sessionId}.jsonl` || (name.startsWith(`${sessionId}-topic-`) && name.endsWith('.jsonl'));
+  const live = names.find(isOwn);
+  if (live !== undefined) return resolveInside(sessionsDir, live);
+  let newest: { name: string; at: number } | null = null;
+  for (const name of names) {
+    const archive = parseArchiveName(name);
+    if (archive !== null && isOwn(archive.originalName) && (newest === null || archive.archivedAt > newest.at)) newest = { name, at: archive.archivedAt };
+  }
+  return newest === null ? null : resolveInside(sessionsDir, newest.name);
 }
