@@ -17,7 +17,7 @@ import {
 } from '../engine/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
-import { BufferedWriter } from './output.js';
+import { BufferedWriter, outputClosed } from './output.js';
 import { addRouteFlags, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
 import { runIngestViaSocket, runSendViaSocket } from './serve.js';
 
@@ -39,6 +39,8 @@ export function registerIngestCommands(program: Command, hooks: ProgramHooks): v
 Each line is a message: {channel, peer?, text, sender?, messageId?, kind?, sessionKey?, ...}.
 Each line gets one event, in order: {"type":"result",...} or {"type":"error","line":N,...}.
 A result is printed only after its message is on disk. Exit 65 if any line was bad.
+If stdout closes early (| head), ingest stops taking input after the batch it was
+writing, says after which line on stderr, and exits 74; every line up to it is recorded.
 
 With a runner configured (agents.defaults.runner), messages for idle sessions start runs and
 the rest follow the session's queue mode; ingest waits for the runs it started and the queues
@@ -91,7 +93,8 @@ export async function ingestStream(
   input: AsyncIterable<Buffer | string>,
   onEvents: (events: IngestEvent[]) => Promise<void>,
   maxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
-): Promise<void> {
+  shouldStop: () => boolean = () => false,
+): Promise<{ stoppedAfterLine: number | null }> {
   const pending: NdjsonLine[] = [];
   let pendingBytes = 0;
   let readDone = false;
@@ -99,13 +102,15 @@ export async function ingestStream(
   let wakeProcessor: (() => void) | undefined;
   let wakeReader: (() => void) | undefined;
 
+  let stopped = false;
   const reading = readNdjson(input, async (lines) => {
+    if (stopped) throw STOP_READING;
     for (const line of lines) {
       pending.push(line);
       pendingBytes += lineChars(line);
     }
     wakeProcessor?.();
-    while (pending.length > READ_AHEAD_LINES || pendingBytes > 2 * maxBatchBytes) await new Promise<void>((resolve) => (wakeReader = resolve));
+    while (!stopped && (pending.length > READ_AHEAD_LINES || pendingBytes > 2 * maxBatchBytes)) await new Promise<void>((resolve) => (wakeReader = resolve));
   }).then(
     () => {
       readDone = true;
@@ -130,12 +135,25 @@ export async function ingestStream(
     wakeReader?.();
     wakeReader = undefined;
     await onEvents(await ingestBatch(engine, batch));
+    if (shouldStop()) {
+      // Stop at this batch's last line: it and everything before it is on disk; nothing after it
+      // is recorded. The reader may be waiting for input that never comes, so it is not awaited.
+      stopped = true;
+      (wakeReader as (() => void) | undefined)?.();
+      (input as { destroy?: () => void }).destroy?.();
+      void reading;
+      return { stoppedAfterLine: batch[batch.length - 1].line };
+    }
   }
   await reading;
   if (readError !== undefined) {
     throw new SwitchboardError('IO', `reading input failed: ${(readError as Error).message}`, { cause: readError });
   }
+  return { stoppedAfterLine: null };
 }
+
+/** Thrown into the reader to end it once ingest has stopped taking input. */
+const STOP_READING = new Error('ingest stopped taking input');
 
 /**
  * Run events go straight to stdout as they happen, each as one whole line in one write, so they
@@ -164,6 +182,9 @@ function startQueue(ctx: CliContext, engine: EngineContext): boolean {
   return wait;
 }
 
+/** ingest whose stdout closed before its input ended: IO, as for any output it could not write. */
+const OUTPUT_CLOSED_EXIT_CODE = new SwitchboardError('IO', 'stdout closed').exitCode;
+
 /** How long a signalled ingest waits for its aborted runs to be recorded before it exits anyway. */
 const SHUTDOWN_GRACE_MS = 20_000;
 
@@ -189,7 +210,8 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
   const out = new BufferedWriter(ctx.streams.stdout);
   let exitCode = 0;
   const tally = { results: 0, errors: 0, sessions: new Set<string>(), resets: 0 };
-  await ingestStream(engine, input, async (events) => {
+  let acknowledgedLine = 0;
+  const { stoppedAfterLine } = await ingestStream(engine, input, async (events) => {
     for (const event of events) {
       out.line(JSON.stringify(event));
       if (event.type === 'error') tally.errors++;
@@ -200,10 +222,20 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
       }
     }
     await out.flush();
+    if (!outputClosed(ctx.streams.stdout) && events.length > 0) acknowledgedLine = events[events.length - 1].line;
     exitCode = exitCodeFor(events, exitCode);
-  }, maxBatchBytes);
+  }, maxBatchBytes, () => outputClosed(ctx.streams.stdout));
   await out.flush();
   if (wait) await waitForQueueWork(engine);
+  if (stoppedAfterLine !== null) {
+    // Nobody reads the acknowledgements any more: recording more would take messages in without
+    // telling anyone. Every line up to the stop is on disk; a resend with messageIds is safe.
+    ctx.note(
+      `switchboard: stdout closed; stopped taking input after line ${stoppedAfterLine}: lines 1-${stoppedAfterLine} are recorded ` +
+        `(results printed up to line ${acknowledgedLine}), nothing after line ${stoppedAfterLine} was taken in`,
+    );
+    return OUTPUT_CLOSED_EXIT_CODE;
+  }
   // A one-line summary for a person at a terminal; scripts read the events.
   if (ctx.streams.stderr.isTTY) {
     ctx.note(`switchboard: ${tally.results} message(s) taken into ${tally.sessions.size} session(s)${tally.resets ? `, ${tally.resets} reset(s)` : ''}${tally.errors ? `, ${tally.errors} bad line(s)` : ''}`);

@@ -4,7 +4,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { SwitchboardError } from '../core/index.js';
 import { CliContext } from './context.js';
-import { processStreams, reportError, type Streams } from './output.js';
+import { guardOutput, outputError, processStreams, reportError, type Streams } from './output.js';
 import { registerRouteCommands } from './route.js';
 import { registerConfigCommands } from './config.js';
 import { registerIngestCommands } from './ingest.js';
@@ -94,6 +94,8 @@ function wantsJson(argv: string[]): boolean {
 /** Entry point used by bin/switchboard. */
 export async function main(argv: string[], streams: Streams = processStreams()): Promise<number> {
   let exitCode = 0;
+  guardOutput(streams.stdout);
+  guardOutput(streams.stderr);
   const program = buildProgram(
     streams,
     (code) => {
@@ -113,6 +115,15 @@ export async function main(argv: string[], streams: Streams = processStreams()):
     } else {
       exitCode = reportError(err, streams, { json: wantsJson(argv), verbose: argv.includes('--verbose') || argv.includes('-v') });
     }
+  }
+  // A reader that went away (EPIPE) ends output quietly with the command's own code; any other
+  // failure to write stdout (disk full behind a redirection) means the data is lost: IO, 74.
+  const writeFailure = outputError(streams.stdout);
+  if (writeFailure !== undefined && exitCode === 0) {
+    exitCode = reportError(new SwitchboardError('IO', `writing to stdout failed: ${writeFailure.message}`, { cause: writeFailure }), streams, {
+      json: wantsJson(argv),
+      verbose: false,
+    });
   }
   process.exitCode = exitCode;
   return exitCode;

@@ -35,6 +35,53 @@ export async function painterFor(streams: Streams, colorFlag: boolean): Promise<
   return { bold: chalk.bold, dim: chalk.dim, green: chalk.green, red: chalk.red, yellow: chalk.yellow, cyan: chalk.cyan };
 }
 
+interface OutputState {
+  closed: boolean;
+  /** Set when the stream failed for another reason than its reader going away (disk full, …). */
+  error?: NodeJS.ErrnoException;
+  waiters: (() => void)[];
+}
+
+const outputStates = new WeakMap<Writable, OutputState>();
+
+/**
+ * A reader that goes away (`switchboard sessions | head -2`) makes our next write fail with EPIPE.
+ * That is how pipes end, not a bug: the error is taken here (instead of crashing with a stack
+ * trace), later writes are dropped, and commands ask `outputClosed` to stop producing.
+ */
+export function guardOutput(stream: Writable): void {
+  if (outputStates.has(stream)) return;
+  const state: OutputState = { closed: false, waiters: [] };
+  outputStates.set(stream, state);
+  stream.on('error', (err: NodeJS.ErrnoException) => markClosed(stream, err));
+}
+
+function markClosed(stream: Writable, err: NodeJS.ErrnoException): void {
+  const state = outputStates.get(stream);
+  if (state === undefined || state.closed) return;
+  state.closed = true;
+  if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') state.error = err;
+  for (const wake of state.waiters.splice(0)) wake();
+}
+
+/** Whether the stream's reader went away (or the stream failed); writes to it are dropped. */
+export function outputClosed(stream: Writable): boolean {
+  return outputStates.get(stream)?.closed === true;
+}
+
+/** Why the stream failed, when it was not the reader going away. */
+export function outputError(stream: Writable): NodeJS.ErrnoException | undefined {
+  return outputStates.get(stream)?.error;
+}
+
+/** Resolves when the stream closes or fails (never, for an unguarded stream). */
+export function whenOutputCloses(stream: Writable): Promise<void> {
+  const state = outputStates.get(stream);
+  if (state === undefined) return new Promise(() => undefined);
+  if (state.closed) return Promise.resolve();
+  return new Promise((resolve) => state.waiters.push(resolve));
+}
+
 /** Collects many small lines and writes them in large chunks, honouring back-pressure. */
 export class BufferedWriter {
   private parts: string[] = [];
@@ -54,9 +101,16 @@ export class BufferedWriter {
     const chunk = this.parts.join('');
     this.parts = [];
     this.size = 0;
-    if (!this.stream.write(chunk)) {
-      await new Promise<void>((resolve) => this.stream.once('drain', resolve));
-    }
+    if (outputClosed(this.stream)) return;
+    // Waiting for the write's callback is back-pressure (one chunk in flight at a time) and tells
+    // a caller, through outputClosed, whether what it flushed reached the reader.
+    // (The callback gets the error before the stream emits it.)
+    await new Promise<void>((resolve) =>
+      this.stream.write(chunk, (err?: Error | null) => {
+        if (err) markClosed(this.stream, err);
+        resolve();
+      }),
+    );
   }
 }
 

@@ -4,12 +4,12 @@
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
 import { deleteSession, listSessions, resetSession, setPinned, showSession, type StoreSelection } from '../engine/index.js';
-import { followTranscript, readTranscript, type TranscriptRecord } from '../store/index.js';
+import { followTranscript, messageContentText, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
 import { registerCleanupCommand } from './maintenance.js';
 import type { ProgramHooks } from './main.js';
-import { writeJsonLine } from './output.js';
+import { whenOutputCloses, writeJsonLine } from './output.js';
 
 interface SelectionFlags {
   agent?: string;
@@ -140,8 +140,10 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     ['last interaction', formatTime(entry.lastInteractionAt)],
     ['updated', formatTime(entry.updatedAt)],
     ['fresh', freshness.fresh ? `yes${freshness.nextResetAt ? ` (next reset ${formatTime(freshness.nextResetAt)})` : ' (no reset policy)'}` : `no: ${freshness.staleReason} (rotates on the next message)`],
-    ['chat', `${entry.chatType ?? '-'} on ${entry.channel ?? '-'} (${entry.accountId ?? '-'})`],
-    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.channel}:${entry.deliveryContext.to}` : '-'],
+    // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
+    ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
+    // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).
+    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
     ['model', entry.modelOverride ?? entry.model ?? '-'],
     ['pinned', entry.pinned ? 'yes' : 'no'],
     ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
@@ -157,8 +159,8 @@ function renderRecord(record: TranscriptRecord): string {
   const time = typeof record.timestamp === 'string' ? record.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
   if (record.type === 'session') return `── session ${String(record.id)} (${String(record.sessionKey ?? '')}) started ${time}`;
   if (record.type === 'message') {
-    const message = (record.message ?? {}) as { role?: string; content?: { type?: string; text?: string }[]; sender?: { name?: string; id?: string }; channel?: string; model?: string };
-    const text = (message.content ?? []).map((part) => (part.type === 'text' ? part.text : `[${part.type}]`)).join(' ');
+    const message = (record.message ?? {}) as { role?: string; content?: unknown; sender?: { name?: string; id?: string }; channel?: string; model?: string };
+    const text = messageContentText(message.content);
     const who =
       message.role === 'user'
         ? `${message.sender?.name ?? message.sender?.id ?? 'user'}${message.channel ? ` via ${message.channel}` : ''}`
@@ -167,6 +169,9 @@ function renderRecord(record: TranscriptRecord): string {
           : (message.role ?? '?');
     return `${time}  ${who}: ${text}`;
   }
+  // OpenClaw's settings records.
+  if (record.type === 'model_change') return `${time}  ── model ${[record.provider, record.modelId].filter((part) => typeof part === 'string').join('/')}`;
+  if (record.type === 'thinking_level_change') return `${time}  ── thinking ${String(record.thinkingLevel)}`;
   if (record.type === 'reset_notice') return `${time}  ── reset (${String(record.reason)}) after session ${String(record.previousSessionId)}`;
   if (record.type === 'custom') {
     const data = (record.data ?? {}) as { text?: string };
@@ -199,6 +204,8 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
     const onSignal = () => stop.abort();
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    // `transcript --follow | head` ends when head does, like `tail -f | head`.
+    void whenOutputCloses(ctx.streams.stdout).then(onSignal);
     try {
       await followTranscript(details.transcriptPath, reader.stats.bytes, print, stop.signal);
     } finally {

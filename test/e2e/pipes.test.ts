@@ -1,0 +1,111 @@
+// Pipes closed early: `switchboard sessions | head` ends quietly; `ingest` whose reader goes away
+// stops taking input at a line boundary, exits 74 (IO), and what it acknowledged is on disk.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { before, describe, test } from 'node:test';
+import { BIN, REPO_ROOT, jsonLines, runCli, tempDir } from '../helpers.js';
+
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+  for (const key of Object.keys(env)) if (key.startsWith('SWITCHBOARD_')) delete env[key];
+  return env;
+}
+
+/**
+ * Runs the binary with its stdout a pipe whose reading end is already closed, as after
+ * `| head -0`: its first write fails with EPIPE, every time (no race with the reader).
+ */
+function runWithClosedStdout(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stderr }));
+  });
+}
+
+describe('pipes closed early', () => {
+  let state: string;
+  before(async () => {
+    state = tempDir();
+    fs.writeFileSync(path.join(state, 'switchboard.json5'), '{ session: { dmScope: "per-peer" } }');
+    const input = Array.from({ length: 300 }, (_, i) => JSON.stringify({ channel: 'telegram', peer: `direct:u${i}`, text: `hi ${i}` })).join('\n');
+    const r = await runCli(['ingest', '--state-dir', state], { input });
+    assert.equal(r.code, 0, r.stderr);
+  });
+
+  const listings = [
+    ['sessions'],
+    ['sessions', '--json'],
+    ['sessions', 'cleanup', '--dry-run'],
+    ['maintain', '--json'],
+    ['maintain', '--dry-run'],
+    ['locks'],
+    ['queue', '--json'],
+    ['route', 'explain', '--channel', 'telegram', '--peer', 'direct:u1'],
+  ];
+  for (const args of listings) {
+    test(`switchboard ${args.join(' ')} | head: exit 0, nothing on stderr`, async () => {
+      const r = await runWithClosedStdout([...args, '--state-dir', state]);
+      assert.equal(r.stderr, '');
+      assert.equal(r.code, 0);
+    });
+  }
+
+  test('sessions transcript --follow ends when its reader goes away', async () => {
+    const r = await runWithClosedStdout(['sessions', 'transcript', 'agent:main:direct:u1', '--follow', '--state-dir', state]);
+    assert.equal(r.stderr, '');
+    assert.equal(r.code, 0);
+  });
+
+  test('ingest with a closed stdout stops at a line boundary, exits 74, and every acknowledged line is on disk', async () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'switchboard.json5'), '{ session: { dmScope: "per-peer" } }');
+    const child = spawn(process.execPath, [BIN, 'ingest', '--state-dir', dir], { cwd: REPO_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    child.stdin.on('error', () => undefined); // once ingest stops reading, our writes may fail
+    const message = (i: number) => `${JSON.stringify({ channel: 'telegram', peer: `direct:p${i}`, text: `m${i}`, messageId: `m${i}` })}\n`;
+
+    // Two lines, one at a time, each acknowledged before the next is sent: like `| head -2`.
+    let received = '';
+    const acknowledged: number[] = [];
+    child.stdout.setEncoding('utf8');
+    for (const i of [1, 2]) {
+      child.stdin.write(message(i));
+      await new Promise<void>((resolve) => {
+        const onData = (chunk: string) => {
+          received += chunk;
+          if (received.includes('\n')) {
+            child.stdout.off('data', onData);
+            resolve();
+          }
+        };
+        child.stdout.on('data', onData);
+      });
+      const [event] = jsonLines(received);
+      received = '';
+      assert.equal(event.line, i);
+      acknowledged.push(event.line);
+    }
+    // The reader goes away; the producer goes on, and never closes stdin.
+    child.stdout.destroy();
+    child.stdin.write(message(3));
+    const code = await exited;
+    child.stdin.destroy();
+
+    assert.equal(code, 74, stderr);
+    assert.match(stderr, /stdout closed; stopped taking input after line 3\b/);
+    assert.doesNotMatch(stderr, /at .*\.js:\d+/, 'no stack trace');
+    const listed = await runCli(['sessions', '--json', '--state-dir', dir]);
+    const keys = JSON.parse(listed.stdout).sessions.map((s: { key: string }) => s.key).sort();
+    // Every acknowledged line is on disk; line 3, read before the close was seen, is too.
+    assert.deepEqual(keys, ['agent:main:direct:p1', 'agent:main:direct:p2', 'agent:main:direct:p3']);
+  });
+});
