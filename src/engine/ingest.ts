@@ -78,7 +78,7 @@ function errorEvent(line: number, err: unknown): ErrorEvent {
 function address(ctx: EngineContext, line: number, message: InboundMessage): Addressed {
   const runId = message.runId ?? randomUUID();
   if (message.sessionKey !== undefined) {
-    const sessionKey = normalizeExplicitSessionKey(message.sessionKey, ctx.table.defaultAgentId);
+    const sessionKey = normalizeExplicitSessionKey(message.sessionKey, ctx.table.owner);
     const { agentId } = parseSessionKey(sessionKey);
     const known = knownAgentIds(ctx);
     if (!known.includes(agentId)) {

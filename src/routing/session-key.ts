@@ -165,13 +165,23 @@ export function parseSessionKey(key: string, mainKey = 'main'): ParsedSessionKey
   return parsed;
 }
 
-/** An explicit `sessionKey` on a message: `agent:<id>:<rest>` as given, a bare `foo` → `agent:<default>:foo`. */
-export function normalizeExplicitSessionKey(raw: string, defaultAgentId: string): string {
+/**
+ * An explicit `sessionKey` on a message: `agent:<id>:<rest>` as given, a bare `foo` →
+ * `agent:<owner>:foo`. Without an owner (agents.entries, explicit ownership, no system agent) a
+ * bare key is NO_OWNER: it must name its agent rather than be given to a guessed one.
+ */
+export function normalizeExplicitSessionKey(raw: string, defaultAgentId: string | undefined): string {
   const key = raw.trim().toLowerCase();
   if (key === '') throw new SwitchboardError('BAD_INPUT', 'session key must not be blank', { details: { path: 'sessionKey' } });
   if (key.startsWith('agent:')) {
     parseSessionKey(key);
     return key;
+  }
+  if (defaultAgentId === undefined) {
+    throw new SwitchboardError('NO_OWNER', `session key "${key}" names no agent and the config has no fallback owner`, {
+      hint: `write it as agent:<agentId>:${key}, or set agents.defaults.systemAgent.agentId`,
+      details: { path: 'sessionKey' },
+    });
   }
   return `agent:${defaultAgentId}:${key}`;
 }

@@ -81,6 +81,15 @@ describe('no owner, no guess', () => {
     assert.equal(errorOf(json.stderr).code, 'NO_OWNER');
   });
 
+  test('ingest refuses a bare explicit session key when nobody owns it; an agent-qualified key still works', async () => {
+    const { dir, file } = setup(noOwner);
+    const input = '{"channel":"telegram","sessionKey":"notes","text":"hi"}\n{"channel":"telegram","sessionKey":"agent:home:notes","text":"hi"}\n';
+    const r = await runCli(['ingest', '--no-wait', '--config', file, '--state-dir', dir], { input });
+    const events = jsonLines(r.stdout);
+    assert.equal(events.find((e) => e.line === 1)?.code, 'NO_OWNER');
+    assert.equal(events.find((e) => e.line === 2)?.sessionKey, 'agent:home:notes');
+  });
+
   test('a matched binding with a blank agentId means the fallback owner: refused when there is none', async () => {
     const { dir, file } = setup({ agents: { ownership: 'explicit', entries: { main: {}, work: {} } }, bindings: [{ agentId: '', match: { channel: 'slack' } }] });
     const r = await runCli(['route', 'resolve', '--json', '--channel', 'slack', '--config', file, '--state-dir', dir]);
