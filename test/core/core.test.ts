@@ -30,6 +30,7 @@ describe('SwitchboardError', () => {
       SESSION_BUSY: 75,
       STORE_BUSY: 75,
       CONFIG_INVALID: 78,
+      NO_OWNER: 78,
     });
     assert.equal(new SwitchboardError('SESSION_BUSY', 'x').exitCode, 75);
   });
