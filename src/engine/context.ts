@@ -5,7 +5,7 @@ import path from 'node:path';
 import { SwitchboardError, type Clock } from '../core/index.js';
 import type { SwitchboardConfig } from '../config/index.js';
 import type { RoutingTable } from '../routing/index.js';
-import { isTranscriptFileName, resolveInside, resolveStoreLocation, resolveThreadTranscriptPath, resolveTranscriptPath, type LockOptions, type StoreLocation } from '../store/index.js';
+import { isTranscriptFileName, resolveInside, resolveStoreLocation, resolveThreadTranscriptPath, resolveTranscriptPath, transcriptFileNameIn, type LockOptions, type StoreLocation } from '../store/index.js';
 
 export interface EngineContext {
   stateDir: string;
@@ -37,11 +37,13 @@ export function knownAgentIds(ctx: EngineContext): string[] {
 
 /**
  * A transcript file named by an entry, resolved inside its sessions folder. Only a transcript
- * name passes (never sessions.json, a lock, an archive or a path): a name from a damaged row is
- * STORE_CORRUPT here rather than a write into the wrong file.
+ * name passes (never sessions.json, a lock, an archive or a path elsewhere): a name from a damaged
+ * row is STORE_CORRUPT here rather than a write into the wrong file. OpenClaw's absolute paths
+ * pass when they point into this very folder.
  */
 export function transcriptPathIn(location: StoreLocation, sessionFile: string): string {
-  if (!isTranscriptFileName(sessionFile)) {
+  const name = typeof sessionFile === 'string' ? transcriptFileNameIn(sessionFile, location.sessionsDir) : null;
+  if (name === null || !isTranscriptFileName(name)) {
     const name: unknown = sessionFile;
     const shown = typeof name === 'string' ? `"${name.slice(0, 80)}"` : typeof name;
     throw new SwitchboardError('STORE_CORRUPT', `${shown} in ${location.storePath} is not a transcript file name`, {
@@ -49,7 +51,7 @@ export function transcriptPathIn(location: StoreLocation, sessionFile: string): 
       details: { path: location.storePath, sessionFile: shown },
     });
   }
-  return resolveInside(location.sessionsDir, sessionFile);
+  return resolveInside(location.sessionsDir, name);
 }
 
 /** Locks, lock tombstones and archives add at most this many bytes to a transcript's name. */

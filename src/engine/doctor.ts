@@ -1124,7 +1124,7 @@ class StoreDoctor {
       if (parsed !== null) archives.set(parsed.originalName, [...(archives.get(parsed.originalName) ?? []), `${parsed.reason}:${name}`]);
     }
     for (const [key, entry] of Object.entries(store)) {
-      const shape = sessionEntryProblem(entry);
+      const shape = sessionEntryProblem(entry, this.location.sessionsDir);
       if (shape !== null) {
         // Every command refuses this row (STORE_CORRUPT for this session); only a person knows the fix.
         this.problem({

@@ -278,7 +278,7 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
       const gone = new Set([...(cronRemovedKeys.get(location.storePath) ?? []), ...(dryRun ? (cleanupRemoved.get(location.storePath) ?? []) : [])]);
       const candidates: ResetCandidate[] = Object.entries(store)
         // A row of the wrong shape is never rotated here (doctor reports it): its names cannot be trusted.
-        .filter(([key, entry]) => !gone.has(key) && sessionEntryProblem(entry) === null)
+        .filter(([key, entry]) => !gone.has(key) && sessionEntryProblem(entry, location.sessionsDir) === null)
         .map(([key, entry]) => candidateOf(key, entry));
       const due = planDueResets(candidates, ctx.config.session, now);
       resets.due += due.length;

@@ -238,7 +238,7 @@ export async function inPool<T>(items: readonly T[], limit: number, task: (item:
  * names cannot be trusted: archiving "its" file could move sessions.json or another session's).
  */
 export function transcriptNameOf(location: StoreLocation, entry: SessionEntry): string | null {
-  if (sessionEntryProblem(entry) !== null) return null;
+  if (sessionEntryProblem(entry, location.sessionsDir) !== null) return null;
   try {
     return path.basename(transcriptPathIn(location, entryTranscriptName(entry)));
   } catch {

@@ -97,7 +97,7 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
     const incognito = isInMemory(location.storePath);
     for (const [key, entry] of Object.entries(store)) {
       // A row of the wrong shape is listed (marked), not skipped and not a crash of the listing.
-      const problem = sessionEntryProblem(entry);
+      const problem = sessionEntryProblem(entry, location.sessionsDir);
       const updatedAt = typeof entry.updatedAt === 'number' && Number.isFinite(entry.updatedAt) ? entry.updatedAt : 0;
       if (selection.activeMinutes !== undefined && now - updatedAt > selection.activeMinutes * 60_000) continue;
       rows.push({
@@ -311,7 +311,7 @@ export async function setPinned(ctx: EngineContext, keyOrId: string, pinned: boo
 /** Removes a session: its transcript is archived as `.deleted.<ts>` first, then the entry goes. */
 export async function deleteSession(ctx: EngineContext, keyOrId: string, selection: StoreSelection = {}): Promise<{ sessionKey: string; sessionId: string; archivedTo: string | null }> {
   const found = await findSession(ctx, keyOrId, selection);
-  if (sessionEntryProblem(found.entry) !== null) {
+  if (sessionEntryProblem(found.entry, found.location.sessionsDir) !== null) {
     // No file it names can be trusted: the row goes (if unchanged), nothing is archived; a
     // transcript it had is then an orphan that `doctor --repair` adopts again under a good row.
     const row = JSON.stringify(found.entry);

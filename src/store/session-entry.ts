@@ -2,6 +2,8 @@
 // Unknown fields are kept as they are: a newer or OpenClaw-written row survives our writes.
 // sessionEntryProblem() is the one check of the shape the code relies on before it uses a row.
 
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
 import { SwitchboardError } from '../core/index.js';
 import { SESSION_ID_PATTERN, THREAD_INFIX, TRANSCRIPT_SUFFIX } from './paths.js';
 
@@ -16,11 +18,13 @@ export interface SessionPeer {
 
 /** Where the first message of this session came from. */
 export interface SessionOrigin {
-  channel: string;
+  /** switchboard writes it; an origin written by OpenClaw names the channel `provider` instead. */
+  channel?: string;
   accountId?: string;
   peer?: SessionPeer;
   parentPeer?: SessionPeer;
-  threadId?: string;
+  /** OpenClaw keeps a channel's numeric thread ids as numbers. */
+  threadId?: string | number;
   sender?: string;
   [extra: string]: unknown;
 }
@@ -30,6 +34,7 @@ export interface SessionDeliveryContext {
   channel: string;
   to: string;
   accountId?: string;
+  /** switchboard writes strings; a row written by OpenClaw may hold a number here (Telegram topics). */
   threadId?: string;
   [extra: string]: unknown;
 }
@@ -108,6 +113,40 @@ export function transcriptNameProblem(name: unknown, sessionId: string): string 
   return `${describeValue(name)} is not a transcript of session ${sessionId} (${sessionId}${TRANSCRIPT_SUFFIX} or ${sessionId}${THREAD_INFIX}<thread>${TRANSCRIPT_SUFFIX})`;
 }
 
+/**
+ * The plain file name inside `sessionsDir` that a sessionFile value names, or null when it names
+ * nothing there. switchboard writes bare names; OpenClaw writes absolute paths of the same folder
+ * (resolved through symlinks: it realpaths the folder), so an absolute path counts when its
+ * folder is the sessions folder as given or as resolved. Anything else — another folder, a
+ * relative path with separators — names no file of this store.
+ */
+export function transcriptFileNameIn(sessionFile: string, sessionsDir: string): string | null {
+  if (!path.isAbsolute(sessionFile)) return sessionFile.includes('/') || sessionFile.includes('\\') ? null : sessionFile;
+  if (sessionFile.includes('\0')) return null;
+  const folder = path.dirname(path.resolve(sessionFile));
+  const name = path.basename(sessionFile);
+  if (name === '' || name === '.' || name === '..' || path.resolve(folder, name) !== path.resolve(sessionFile)) return null;
+  const wanted = path.resolve(sessionsDir);
+  if (folder === wanted || realFolder(folder) === realFolder(wanted)) return name;
+  return null;
+}
+
+/** realpath of a folder, cached per process (entries of one store all name the same folder). */
+const realFolders = new Map<string, string | null>();
+function realFolder(folder: string): string | null {
+  let real = realFolders.get(folder);
+  if (real === undefined) {
+    try {
+      real = realpathSync(folder);
+    } catch {
+      real = null;
+    }
+    if (realFolders.size > 256) realFolders.clear();
+    realFolders.set(folder, real);
+  }
+  return real ?? folder;
+}
+
 const isObject = (value: unknown): boolean => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isTime = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value);
 
@@ -115,8 +154,10 @@ const isTime = (value: unknown): boolean => typeof value === 'number' && Number.
  * THE shape check of one sessions.json entry: what every reader relies on before it uses an
  * entry (file names it resolves, numbers it compares, objects and lists it walks). Unknown fields
  * and labels are not judged here: the schema (doctor) covers those and nothing breaks on them.
+ * `sessionsDir` is the folder of the store the entry is in: an absolute sessionFile (OpenClaw
+ * writes those) must name a file in it.
  */
-export function sessionEntryProblem(entry: unknown): SessionEntryProblem | null {
+export function sessionEntryProblem(entry: unknown, sessionsDir: string): SessionEntryProblem | null {
   if (!isObject(entry)) return { field: '', reason: `the entry is ${describeValue(entry)}, not an object` };
   const row = entry as Record<string, unknown>;
   const sessionId = row.sessionId;
@@ -124,7 +165,9 @@ export function sessionEntryProblem(entry: unknown): SessionEntryProblem | null 
     return { field: 'sessionId', reason: `sessionId ${describeValue(sessionId)} is not a valid session id` };
   }
   if (row.sessionFile !== undefined) {
-    const problem = transcriptNameProblem(row.sessionFile, sessionId);
+    const name = typeof row.sessionFile === 'string' ? transcriptFileNameIn(row.sessionFile, sessionsDir) : row.sessionFile;
+    if (name === null) return { field: 'sessionFile', reason: `sessionFile ${describeValue(row.sessionFile)} is not a file in the sessions folder ${sessionsDir}` };
+    const problem = transcriptNameProblem(name, sessionId);
     if (problem !== null) return { field: 'sessionFile', reason: `sessionFile ${problem}` };
   }
   if (!isTime(row.updatedAt)) return { field: 'updatedAt', reason: `updatedAt is ${describeValue(row.updatedAt)}, not a time in epoch ms` };
@@ -161,14 +204,18 @@ export function unusableEntryError(storePath: string, sessionKey: string, proble
 
 /** The entry, checked: returns it typed, or throws STORE_CORRUPT for this entry. */
 export function checkSessionEntry(storePath: string, sessionKey: string, entry: unknown): SessionEntry {
-  const problem = sessionEntryProblem(entry);
+  const problem = sessionEntryProblem(entry, path.dirname(storePath));
   if (problem !== null) throw unusableEntryError(storePath, sessionKey, problem);
   return entry as SessionEntry;
 }
 
-/** The transcript file name of a checked entry: its sessionFile, else `<sessionId>.jsonl` (entries of other tools). */
+/**
+ * The transcript file name (in the sessions folder) of a checked entry: its sessionFile — the
+ * name itself, or the last part of OpenClaw's absolute path, which the check proved is in that
+ * folder — else `<sessionId>.jsonl` (entries of other tools).
+ */
 export function entryTranscriptName(entry: SessionEntry): string {
-  return typeof entry.sessionFile === 'string' ? entry.sessionFile : `${entry.sessionId}${TRANSCRIPT_SUFFIX}`;
+  return typeof entry.sessionFile === 'string' ? path.basename(entry.sessionFile) : `${entry.sessionId}${TRANSCRIPT_SUFFIX}`;
 }
 
 /** The sessionFile grammar of sessions.schema.json: a transcript of some session. */

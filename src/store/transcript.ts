@@ -452,6 +452,26 @@ function parseRecord(line: Buffer | string): TranscriptRecord | null {
 // Reading
 
 /**
+ * The readable text of a message's `content`, whichever form it has: switchboard and OpenClaw's
+ * embedded runs write a list of blocks, OpenClaw's CLI backends, webchat and `openclaw agent` a
+ * plain string. Non-text blocks show as `[type]`; anything else yields '' (a reader never throws
+ * on what another writer put there).
+ */
+export function messageContentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((part: unknown) => {
+      if (typeof part === 'string') return part;
+      if (typeof part !== 'object' || part === null) return '';
+      const block = part as { type?: unknown; text?: unknown };
+      return block.type === 'text' && typeof block.text === 'string' ? block.text : `[${String(block.type)}]`;
+    })
+    .filter((text) => text !== '')
+    .join(' ');
+}
+
+/**
  * Streams a transcript record by record (never a whole-file read). Unparseable lines are skipped
  * and counted in `stats`; a torn tail never throws. A missing file throws NOT_FOUND.
  */

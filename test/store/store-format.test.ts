@@ -312,6 +312,18 @@ describe('every schema can fail', () => {
     assertInvalid('sessions', { 'agent:main:main': { ...entry, sessionId: '../../etc/passwd' } }, '["agent:main:main"].sessionId');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, updatedAt: '2026-11-30' } }, '["agent:main:main"].updatedAt');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, sessionFile: '../x.jsonl' } }, '["agent:main:main"].sessionFile');
+    assertInvalid('sessions', { 'agent:main:main': { ...entry, sessionFile: '/home/oc/.openclaw/agents/main/sessions/sessions.json' } }, '["agent:main:main"].sessionFile');
+    // As OpenClaw writes an entry: absolute sessionFile, its origin fields, a numeric topic id, fields of its own.
+    const openclaw = {
+      ...entry,
+      sessionFile: `/home/oc/.openclaw/agents/main/sessions/${entry.sessionId}-topic-42.jsonl`,
+      origin: { label: 'Family id:-100888 topic:42', provider: 'telegram', surface: 'telegram', chatType: 'group', from: 'telegram:group:-100888:topic:42', to: 'telegram:-100888', accountId: 'Default', threadId: 42 },
+      deliveryContext: { channel: 'telegram', to: 'telegram:-100888', accountId: 'default', threadId: 42 },
+      lastChannel: 'telegram', lastTo: 'telegram:-100888', lastAccountId: 'default', lastThreadId: 42,
+      route: { channel: 'telegram', accountId: 'default', target: { to: 'telegram:-100888', chatType: 'group' }, thread: { id: 42 } },
+      systemSent: true, skillsSnapshot: { prompt: '', skills: [] },
+    };
+    assertValid('sessions', { 'agent:main:telegram:group:-100888:topic:42': openclaw }, 'an entry as OpenClaw writes it');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, chatType: 'dm' } }, '["agent:main:main"].chatType');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, deliveryContext: { channel: 'telegram' } } }, '["agent:main:main"].deliveryContext.to');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, recentMessageIds: [['m1', 'now']] } }, '["agent:main:main"].recentMessageIds[0][1]');
@@ -341,8 +353,16 @@ describe('every schema can fail', () => {
     assertInvalid('transcript-entry', { type: 'steer', ...withoutParent }, 'parentId');
     assertInvalid('transcript-entry', { type: 'session', ...common }, 'type');
     assertInvalid('transcript-entry', { type: 'message', ...common, message: { ...userMessage, role: 'system' } }, 'message.role');
-    const { runId: _run, ...withoutRunId } = userMessage;
-    assertInvalid('transcript-entry', { type: 'message', ...common, message: withoutRunId }, 'message.runId');
+    // As OpenClaw writes them: no inbound metadata, string content, its own record types.
+    const { runId: _run, channel: _channel, ...openclawUser } = userMessage;
+    assertValid('transcript-entry', { type: 'message', ...common, id: '1a2b3c4d', message: openclawUser }, 'an OpenClaw user message');
+    assertValid('transcript-entry', { type: 'message', ...common, message: { ...openclawUser, content: 'Summarise README.md' } }, 'string content');
+    assertValid('transcript-entry', { type: 'model_change', ...common, provider: 'anthropic', modelId: 'claude-sonnet-4-5' }, 'model_change');
+    assertValid('transcript-entry', { type: 'thinking_level_change', ...common, thinkingLevel: 'low' }, 'thinking_level_change');
+    assertValid('transcript-entry', { type: 'custom', ...common, customType: 'openclaw:bootstrap-context' }, 'custom without data');
+    assertInvalid('transcript-entry', { type: 'message', ...common, message: { ...userMessage, runId: 7 } }, 'message.runId');
+    assertInvalid('transcript-entry', { type: 'message', ...common, message: { ...userMessage, content: [] } }, 'message.content');
+    assertInvalid('transcript-entry', { type: 'leaf', ...common }, 'targetId');
     assertInvalid('transcript-entry', { type: 'message', ...common, message: { ...userMessage, content: [{ type: 'text' }] } }, 'message.content[0].text');
     assertInvalid('transcript-entry', { type: 'message', ...common, message: { ...userMessage, timestamp: '2026-11-30T07:00:00Z' } }, 'message.timestamp');
     assertInvalid('transcript-entry', { type: 'reset_notice', ...common, reason: 'command' }, 'previousSessionId');
