@@ -24,7 +24,7 @@ import {
   type QueueItem,
   type SessionPlan,
 } from '../policy/index.js';
-import type { NewTranscriptEntry, SessionEntry, SessionStore, StoreLocation } from '../store/index.js';
+import { DELIVERY_MIRROR_MODEL, INJECTED_MODEL, transcriptOnlyMarks, type NewTranscriptEntry, type SessionEntry, type SessionStore, type StoreLocation } from '../store/index.js';
 import { transcriptNameFor, type EngineContext } from './context.js';
 import type { InboundMessage } from './message.js';
 import {
@@ -199,11 +199,12 @@ function keepInstance(entry: QueuedEntry, previous: QueuedEntry): QueuedEntry {
 }
 
 function commandReplyRecords(text: string, now: number, runId: string, delivered: boolean, policy: { decision: string; rule: number | null }, deliveryContext: unknown): NewTranscriptEntry[] {
-  const reply: Record<string, unknown> = { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, runId, provider: 'switchboard', model: 'command' };
+  // A command's answer is no model output: marked so that OpenClaw never replays it (`command` tells it apart).
+  const reply: Record<string, unknown> = { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, runId, ...transcriptOnlyMarks(INJECTED_MODEL), command: true };
   if (!delivered) Object.assign(reply, { delivered: false, policy });
   const records: NewTranscriptEntry[] = [{ type: 'message', message: reply }];
   if (delivered) {
-    records.push({ type: 'message', message: { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, runId, provider: 'switchboard', model: 'delivery-mirror', deliveryContext: deliveryContext ?? null } });
+    records.push({ type: 'message', message: { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, runId, ...transcriptOnlyMarks(DELIVERY_MIRROR_MODEL), deliveryContext: deliveryContext ?? null } });
   }
   return records;
 }

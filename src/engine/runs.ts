@@ -7,6 +7,7 @@ import { toSwitchboardError } from '../core/index.js';
 import { carriedOf, evaluateSendPolicy, parkedPrefix, type CarriedMessage, type LaneName, type QueueDeliveryContext, type QueueItem } from '../policy/index.js';
 import { startRun, type RunEndEvent, type RunEvent, type RunHandle, type RunMessage, type RunnerSpec } from '../runner/index.js';
 import {
+  DELIVERY_MIRROR_MODEL,
   appendEntries,
   isInMemory,
   readSessionStore,
@@ -15,6 +16,7 @@ import {
   type NewTranscriptEntry,
   type StoreLocation,
   type TranscriptSessionInfo,
+  transcriptOnlyMarks,
 } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { acquireLaneSlot, type LaneSlot } from './lanes.js';
@@ -407,7 +409,7 @@ export class LocalRun {
       records.push(assistantRecord(text, at, { runId: turn.runId, reply: true, delivered: false, policy: { decision: policy.decision, rule: policy.rule, source: policy.source } }));
     } else {
       if (text !== this.lastAssistant) records.push(assistantRecord(text, at, { runId: turn.runId, reply: true }));
-      records.push(assistantRecord(text, now, { runId: turn.runId, provider: 'switchboard', model: 'delivery-mirror', deliveryContext }));
+      records.push(assistantRecord(text, now, { runId: turn.runId, ...transcriptOnlyMarks(DELIVERY_MIRROR_MODEL), deliveryContext }));
     }
     if (!(await this.writer!.append(records))) return;
     this.emit({

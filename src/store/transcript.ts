@@ -19,6 +19,29 @@ const TAIL_CHUNK_BYTES = 64 * 1024;
 /** Bounds the per-process cache of (file identity, size) → last entry id. */
 const TAIL_CACHE_LIMIT = 10_000;
 
+/**
+ * The marks of an assistant message that is a record, not model output: OpenClaw 2026.7.1 keeps
+ * `provider: "openclaw"` with model `delivery-mirror` (the text a user received) or
+ * `gateway-injected` (text put into the conversation from outside) out of what it replays to the
+ * model, and only those. switchboard's mirrors and command replies carry the same marks, with
+ * OpenClaw's zero usage, so a store handed to OpenClaw is not replayed twice.
+ */
+export const TRANSCRIPT_ONLY_PROVIDER = 'openclaw';
+export const DELIVERY_MIRROR_MODEL = 'delivery-mirror';
+export const INJECTED_MODEL = 'gateway-injected';
+
+/** The fields of a transcript-only assistant message (see TRANSCRIPT_ONLY_PROVIDER). */
+export function transcriptOnlyMarks(model: typeof DELIVERY_MIRROR_MODEL | typeof INJECTED_MODEL): Record<string, unknown> {
+  const zero = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+  return {
+    api: 'openclaw-transcript',
+    provider: TRANSCRIPT_ONLY_PROVIDER,
+    model,
+    usage: { ...zero, totalTokens: 0, cost: { ...zero, total: 0 } },
+    stopReason: 'stop',
+  };
+}
+
 /** Line 1 of every transcript. */
 export interface TranscriptHeader {
   type: 'session';
@@ -408,6 +431,7 @@ async function inspectTail(fh: AppendableFile, size: number): Promise<TailInfo> 
 
   await readEarlier();
   const endsWithNewline = buffer[buffer.length - 1] === NEWLINE;
+  let sawRecord = false;
   // A torn final segment is still a candidate: if it parses, the fresh-line rule makes it a
   // complete line, so it counts as the last record (readers count it too).
   let end = endsWithNewline ? size - 1 : size;
@@ -426,14 +450,31 @@ async function inspectTail(fh: AppendableFile, size: number): Promise<TailInfo> 
     }
     const record = parseRecord(buffer.subarray(start - bufferStart, end - bufferStart));
     if (record !== null) {
-      const lastEntryId = record.type === 'session' || typeof record.id !== 'string' ? null : record.id;
-      return { endsWithNewline, hasRecord: true, lastEntryId };
+      if (record.type === 'session') return { endsWithNewline, hasRecord: true, lastEntryId: null };
+      const parent = chainParentAfter(record);
+      if (parent !== undefined) return { endsWithNewline, hasRecord: true, lastEntryId: parent };
+      sawRecord = true; // a record outside the chain (no id): the chain goes on from the one before it
     }
-    if (start === 0) return { endsWithNewline, hasRecord: false, lastEntryId: null };
+    if (start === 0) return { endsWithNewline, hasRecord: sawRecord, lastEntryId: null };
     end = start - 1;
     // drop what has been examined so memory stays at the unexamined part
     buffer = buffer.subarray(0, end - bufferStart);
   }
+}
+
+/**
+ * The parentId the next entry gets after `record`, the last record of a file; undefined when the
+ * record is not part of the chain (no id). OpenClaw's `leaf` record moves its tree to `targetId`
+ * and says where appends continue (`appendParentId`, else `targetId`), so an entry after a leaf
+ * continues from there, exactly as OpenClaw's own next append would.
+ */
+function chainParentAfter(record: TranscriptRecord): string | null | undefined {
+  if (typeof record.id !== 'string' || record.id === '') return undefined;
+  if (record.type === 'leaf') {
+    const next = record.appendParentId !== undefined ? record.appendParentId : record.targetId;
+    if (next === null || (typeof next === 'string' && next !== '')) return next;
+  }
+  return record.id;
 }
 
 function parseRecord(line: Buffer | string): TranscriptRecord | null {

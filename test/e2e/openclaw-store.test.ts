@@ -38,6 +38,18 @@ function transcriptOf(state: string, agent: string, entry: Record<string, unknow
 
 const AGENTS = ['main', 'work'];
 
+/**
+ * The texts OpenClaw 2026.7.1 replays to its model from a transcript: every message except the
+ * assistant messages it wrote for the record only (provider "openclaw", model "delivery-mirror"
+ * or "gateway-injected") — its rule, restated here.
+ */
+function replayedTexts(records: any[]): string[] {
+  return records
+    .filter((record) => record.type === 'message')
+    .filter(({ message }) => !(message.role === 'assistant' && message.provider === 'openclaw' && ['delivery-mirror', 'gateway-injected'].includes(message.model)))
+    .map(({ message }) => (typeof message.content === 'string' ? message.content : message.content.map((block: any) => block.text ?? `[${block.type}]`).join(' ')));
+}
+
 describe('an OpenClaw 2026.7.1 store', () => {
   test('the fixture has what OpenClaw writes: absolute and relative sessionFile, OpenClaw origins, string content, OpenClaw record types', () => {
     const main = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'agents', 'main', 'sessions', 'sessions.json'), 'utf8'));
@@ -157,6 +169,47 @@ describe('an OpenClaw 2026.7.1 store', () => {
 
     const doctor = await runCli(['doctor', '--state-dir', state]);
     assert.equal(doctor.code, 0, doctor.stdout);
+  });
+
+  test('what switchboard appends is marked the way OpenClaw keeps out of the model context, and continues the parentId chain', async () => {
+    const state = copyFixture();
+    const before = storeOf(state, 'main')['agent:main:main']!;
+    const file = transcriptOf(state, 'main', before);
+    const recordsBefore = recordsOf(file);
+    // A directive-only message: switchboard answers it (a command reply) and mirrors what it delivered.
+    const message = { channel: 'telegram', peer: { kind: 'direct', id: '111' }, sender: { id: '111', name: 'Alice' }, text: '/queue collect', messageId: 'tg-5003' };
+    const r = await runCli(['ingest', '--json', '--state-dir', state], { input: JSON.stringify(message) });
+    assert.equal(r.code, 0, r.stderr);
+    const records = recordsOf(file);
+    const added = records.slice(recordsBefore.length);
+    assert.deepEqual(added.map((record) => [record.message.role, record.message.provider, record.message.model]), [
+      ['user', undefined, undefined],
+      ['assistant', 'openclaw', 'gateway-injected'],
+      ['assistant', 'openclaw', 'delivery-mirror'],
+    ]);
+    for (const record of added.slice(1)) assert.deepEqual([record.message.api, record.message.usage.totalTokens, record.message.stopReason], ['openclaw-transcript', 0, 'stop']);
+    // The chain, read as OpenClaw reads it: every entry's parent is the one before it.
+    records.slice(2).forEach((record, i) => assert.equal(record.parentId, records[i + 1].id, `line ${i + 3}`));
+    // What OpenClaw replays to its model: none of what switchboard added.
+    assert.deepEqual(replayedTexts(records), replayedTexts(recordsBefore).concat(['/queue collect']));
+  });
+
+  test("after OpenClaw's leaf record, an append continues where OpenClaw's own next append would", async () => {
+    for (const [leaf, expected] of [
+      [{ targetId: '1a2b3c06', appendParentId: '1a2b3c07', appendMode: 'side' }, '1a2b3c07'],
+      [{ targetId: '1a2b3c05' }, '1a2b3c05'],
+    ] as const) {
+      const state = copyFixture();
+      const file = transcriptOf(state, 'main', storeOf(state, 'main')['agent:main:main']!);
+      const last = recordsOf(file).at(-1);
+      fs.appendFileSync(file, `${JSON.stringify({ type: 'leaf', id: '9f9f9f9f', parentId: last.id, timestamp: '2026-06-20T09:01:00.000Z', ...leaf })}\n`);
+      const message = { channel: 'telegram', peer: { kind: 'direct', id: '111' }, text: 'after the leaf', messageId: `leaf-${expected}` };
+      const r = await runCli(['ingest', '--json', '--state-dir', state], { input: JSON.stringify(message) });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(recordsOf(file).at(-1).parentId, expected);
+      const doctor = await runCli(['doctor', '--state-dir', state]);
+      assert.equal(doctor.code, 0, doctor.stdout);
+    }
   });
 
   test('an absolute sessionFile outside the sessions folder, or naming a file that is no transcript, is still refused', async () => {
