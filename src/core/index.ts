@@ -5,4 +5,5 @@ export * from './errors.js';
 export * from './clock.js';
 export * from './ids.js';
 export * from './ndjson.js';
+export { inPool } from './pool.js';
 export { packageRoot } from './package-root.js';

@@ -9,7 +9,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EXIT_CODES, SwitchboardError, describeLineError, isSwitchboardError, systemClock, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
+import { EXIT_CODES, SwitchboardError, describeLineError, inPool, isSwitchboardError, systemClock, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
 import { forgetMessageId, type RecentMessageIds } from '../policy/index.js';
 import { cronSessionKey, normalizeExplicitSessionKey, parseSessionKey, resolveRoute } from '../routing/index.js';
 import {
@@ -180,14 +180,6 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
   return { work: [...bySession.values()], rotations };
 }
 
-/** Runs tasks with at most `limit` in flight. */
-async function inPool<T>(items: T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await task(items[next++]);
-  });
-  await Promise.all(workers);
-}
 
 /** Archives the transcript of a rotated instance under its own write lock. */
 async function archiveRotated(ctx: EngineContext, rotation: { file: string; sessionKey: string }): Promise<void> {

@@ -3,7 +3,7 @@
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, inPool, toSwitchboardError, type ErrorCode } from '../core/index.js';
 import {
   dueResetOf,
   planCronRetention,
@@ -31,7 +31,6 @@ import {
   buildMaintenanceSnapshot,
   cleanupSettingsFor,
   cleanupStore,
-  inPool,
   removeEntries,
   transcriptNameOf,
   type BusyKeysProvider,

@@ -3,7 +3,7 @@
 
 import { constants as fsConstants, promises as fsp, type Dirent } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, errnoOf, ioError, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, errnoOf, inPool, ioError, toSwitchboardError, type ErrorCode } from '../core/index.js';
 import {
   planCleanup,
   resolveMaintenanceSettings,
@@ -220,17 +220,6 @@ export interface SnapshotOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** Runs `task` over `items` with at most `limit` in flight. */
-export async function inPool<T>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      await task(items[index]!, index);
-    }
-  });
-  await Promise.all(workers);
-}
 
 
 /**
