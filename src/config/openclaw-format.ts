@@ -38,8 +38,9 @@ function keyPath(prefix: string, key: string): string {
 
 /**
  * The file's shape decides which rules apply: `agents.entries` is the current format, `agents.list`
- * the older one. With neither roster, keys only the current format knows (ownership, systemAgent,
- * per-binding session or type, groupScope) mark it as current; anything else keeps today's rules.
+ * the older one. With neither roster, an empty `agents: {}` or keys only the current format knows
+ * (ownership, systemAgent, per-binding session or type, groupScope) mark it as current; anything
+ * else (no agents section, or one with only defaults) keeps today's rules.
  */
 export function configGeneration(config: SwitchboardConfig): ConfigGeneration {
   const agents = config.agents;
@@ -47,6 +48,8 @@ export function configGeneration(config: SwitchboardConfig): ConfigGeneration {
     if (agents.entries !== undefined) return 'entries';
     if (agents.list !== undefined) return 'list';
     if (agents.ownership !== undefined) return 'entries';
+    // An empty agents section: no roster in either shape, which OpenClaw 2026.9.6 loads as { main: {} }.
+    if (Object.keys(agents).length === 0) return 'entries';
     if (isRecord(agents.defaults) && agents.defaults.systemAgent !== undefined) return 'entries';
   }
   if (isRecord(config.session) && config.session.groupScope !== undefined) return 'entries';

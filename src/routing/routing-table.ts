@@ -212,6 +212,9 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
     let agentId: string;
     let usesOwner = false;
     if (!current) {
+      if (raw?.session !== undefined || raw?.type !== undefined) {
+        warnings.push(`bindings[${i}]: "session" and "type" are OpenClaw 2026.9.6 keys, honoured only with agents.entries; ignored with agents.list`);
+      }
       agentId = normalizeAgentId(raw?.agentId);
       if (knownAgents.size > 0 && !knownAgents.has(agentId)) throw unknownAgent(`bindings[${i}].agentId`, raw?.agentId, 'agents.list', knownAgents);
     } else if (rawId === '') {

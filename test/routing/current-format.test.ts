@@ -120,6 +120,26 @@ describe('no owner, no guess', () => {
   });
 });
 
+describe('which rules: the file decides', () => {
+  test('agents.list keeps mainKey and dm; an empty agents section or an entries roster ignores mainKey', async () => {
+    const input = '{"channel":"signal","peer":{"kind":"group","id":"AbC"}}\n';
+    const run = async (config: unknown) => {
+      const { dir, file } = setup(config);
+      const r = await runCli(['route', 'resolve', '--batch', '--config', file, '--state-dir', dir], { input });
+      assert.equal(r.code, 0, r.stderr);
+      return jsonLines(r.stdout)[0];
+    };
+    const legacy = await run({ agents: { list: [{ id: 'main' }] }, session: { mainKey: 'Home' } });
+    assert.equal(legacy.mainSessionKey, 'agent:main:home');
+    assert.equal(legacy.sessionKey, 'agent:main:signal:group:abc');
+    for (const config of [{ agents: {}, session: { mainKey: 'Home' } }, { agents: { entries: { main: {} } }, session: { mainKey: 'Home' } }]) {
+      const current = await run(config);
+      assert.equal(current.mainSessionKey, 'agent:main:main');
+      assert.equal(current.sessionKey, 'agent:main:signal:group:AbC', 'Signal group ids keep their case');
+    }
+  });
+});
+
 describe('strict where OpenClaw is strict', () => {
   async function refused(config: unknown, pathPattern: RegExp): Promise<void> {
     const { dir, file } = setup(config);
