@@ -14,6 +14,7 @@ const PROBLEMS_EXIT_CODE = 65;
 
 interface DoctorFlags {
   repair?: boolean;
+  fix?: boolean;
   agent?: string;
   allAgents?: boolean;
   store?: string;
@@ -24,6 +25,7 @@ export function registerDoctorCommand(program: Command, hooks: ProgramHooks): vo
     .command('doctor')
     .description('check config, sessions.json, transcripts and locks against store-format; --repair fixes what it can, keeping the original bytes')
     .option('--repair', 'fix what can be fixed: torn/malformed transcripts, corrupt sessions.json, orphans, missing transcripts, stale locks, leftovers')
+    .option('--fix', 'same as --repair (the name OpenClaw\'s doctor uses)')
     .option('--agent <id>', "only this agent's store")
     .option('--all-agents', 'every configured agent and every agent folder in the state dir (the default)')
     .option('--store <path>', 'only this sessions.json file')
@@ -49,7 +51,7 @@ async function runDoctorCommand(ctx: CliContext): Promise<number> {
   const flags = ctx.options as unknown as DoctorFlags;
   const selection = selectionOf(flags);
   const loaded = await ctx.config();
-  const report = await runDoctor(await ctx.engine(), { ...selection, repair: flags.repair === true, configPath: loaded.path });
+  const report = await runDoctor(await ctx.engine(), { ...selection, repair: flags.repair === true || flags.fix === true, configPath: loaded.path });
   if (ctx.json) writeJsonLine(ctx.streams.stdout, report);
   else ctx.streams.stdout.write(renderReport(report, await ctx.painter()));
   if (!report.ok && !report.repair && report.summary.repairable > 0) {

@@ -76,7 +76,7 @@ Examples:
       .option('--session-key <key>', 'explicit session key: skips routing')
       .option('--incognito', 'write nothing to disk: route only, or with --socket kept in the server\'s memory')
       .option('--no-wait', 'return once the message is recorded (locally: start no run; --socket: do not wait for the run)')
-      .option('--socket <path>', 'hand the message to a running `switchboard serve`'),
+      .option('--socket [path]', 'hand the message to a running `switchboard serve` (default: <state>/switchboard.sock)'),
     true,
   )
     .addHelpText('after', '\nExample:\n  $ switchboard send "backup finished" --channel telegram --peer direct:123 --json')
@@ -245,7 +245,7 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
 
 interface SendFlags extends RouteFlagValues {
   wait?: boolean;
-  socket?: string;
+  socket?: string | boolean;
   sender?: string;
   senderName?: string;
   messageId?: string;

@@ -15,6 +15,7 @@ import { registerServeCommand } from './serve.js';
 import { registerQueueCommands } from './queue.js';
 import { registerSessionCommands } from './sessions.js';
 import { registerTopCommand } from './top/command.js';
+import { allCommands, registerCompletionCommand, registerHelpCommand, suggestSubcommands } from './help.js';
 
 export const VERSION = '0.1.0';
 
@@ -30,7 +31,7 @@ export interface ProgramHooks {
 export function buildProgram(streams: Streams, setExitCode: (code: number) => void, json = false): Command {
   const program = new Command('switchboard')
     .description('Stable, explainable addresses for every inbound message of a personal AI assistant.')
-    .version(VERSION, '--version', 'print the version')
+    .version(VERSION, '-V, --version', 'print the version')
     .addOption(new Option('--state-dir <dir>', 'state directory (default: $SWITCHBOARD_STATE_DIR or ~/.switchboard)'))
     .addOption(new Option('--config <file>', 'config file (default: $SWITCHBOARD_CONFIG, <state>/switchboard.json5, <state>/openclaw.json)'))
     .addOption(new Option('--now <time>', 'fixed clock: ISO-8601 time or epoch ms (also SWITCHBOARD_NOW)'))
@@ -48,6 +49,12 @@ Examples:
 Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
 69 unavailable, 74 I/O, 75 busy, 78 bad config. See switchboard(1).`,
     );
+  // Global options are accepted after any subcommand, so every subcommand's help lists them.
+  // Only the program's own options: a group's options (`sessions --limit`) belong to its listing.
+  program.configureHelp({
+    showGlobalOptions: true,
+    visibleGlobalOptions: (command) => (command === program ? [] : program.options.filter((option) => !option.hidden && option.long !== '--version')),
+  });
   if (!json) program.showHelpAfterError('(run with --help for usage)');
   program.exitOverride();
   program.configureOutput({
@@ -80,10 +87,10 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
   registerDoctorCommand(program, hooks);
   registerConfigCommands(program, hooks);
   registerTopCommand(program, hooks);
-  for (const command of program.commands) {
-    command.exitOverride();
-    for (const sub of command.commands) sub.exitOverride();
-  }
+  registerCompletionCommand(program, hooks);
+  registerHelpCommand(program, hooks);
+  for (const command of allCommands(program)) command.exitOverride();
+  suggestSubcommands(program);
   return program;
 }
 

@@ -1,7 +1,8 @@
 // Route flags shared by `route resolve|explain` and `send`: turns --channel/--peer/... into the
 // raw object that routing's normaliser (the same one NDJSON input goes through) accepts.
 
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
+import { normalizePeer } from '../routing/index.js';
 
 export interface RouteFlagValues {
   channel?: string;
@@ -19,12 +20,27 @@ export function addRouteFlags(command: Command, channelRequired: boolean): Comma
   channel('--channel <channel>', 'channel of the message (telegram, discord, slack, …)');
   return command
     .option('--account <id>', 'account id on that channel (default: "default")')
-    .option('--peer <kind:id>', 'conversation: direct:<id>, group:<id> or channel:<id>')
-    .option('--parent-peer <kind:id>', 'parent conversation of a thread (inherits its binding)')
+    .option('--peer <kind:id>', 'conversation: direct:<id>, group:<id> or channel:<id>', peerFlag)
+    .option('--parent-peer <kind:id>', 'parent conversation of a thread (inherits its binding)', peerFlag)
     .option('--guild <id>', 'guild (Discord server) id')
     .option('--team <id>', 'team (Slack workspace / MS Teams) id')
     .option('--roles <r1,r2>', "the sender's role ids, comma-separated")
     .option('--thread <id>', 'thread id (the session key gets a :thread:<id> suffix)');
+}
+
+/**
+ * A flag is typed by a person, so a bad one is a usage error (exit 2) caught while parsing, not
+ * bad input data; an empty id (`direct:`) would address a conversation with nobody.
+ */
+function peerFlag(value: string): string {
+  let peer;
+  try {
+    peer = normalizePeer(value, 'peer');
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  if (peer === undefined || peer.id === '') throw new InvalidArgumentError('the id after "kind:" is empty (e.g. direct:123)');
+  return value;
 }
 
 /** The flags as a raw route input; peers stay "kind:id" strings for the normaliser to check. */

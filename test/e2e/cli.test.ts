@@ -21,12 +21,14 @@ describe('cli contract', () => {
     assert.equal(JSON.parse(r.stderr.trim()).error.code, 'USAGE');
   });
 
-  test('a bad --peer is BAD_INPUT (65) naming the field', async () => {
-    const r = await runCli(['route', 'resolve', '--channel', 'x', '--peer', 'room:1', '--json', '--state-dir', tempDir()]);
-    assert.equal(r.code, 65);
-    const error = JSON.parse(r.stderr.trim()).error;
-    assert.equal(error.code, 'BAD_INPUT');
-    assert.match(error.message, /peer\.kind/);
+  test('a bad --peer is a usage error (2) naming the field; an empty id is refused', async () => {
+    for (const peer of ['room:1', 'direct:', 'direct']) {
+      const r = await runCli(['route', 'resolve', '--channel', 'x', '--peer', peer, '--json', '--state-dir', tempDir()]);
+      assert.equal(r.code, 2, peer);
+      const error = JSON.parse(r.stderr.trim()).error;
+      assert.equal(error.code, 'USAGE');
+      assert.match(error.message, /--peer/);
+    }
   });
 
   test('--batch reports bad lines in place and exits 65 at the end, good lines still answered', async () => {
