@@ -3,7 +3,7 @@
 
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
-import { deleteSession, listSessions, resetSession, setPinned, showSession, type StoreSelection } from '../engine/index.js';
+import { deleteSession, findSession, listSessions, resetSession, setPinned, showSession, type FoundSession, type StoreSelection } from '../engine/index.js';
 import { followTranscript, messageContentText, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
@@ -22,6 +22,39 @@ function addSelectionFlags(command: Command): Command {
     .option('--agent <id>', "the agent's store (default: the default agent)")
     .option('--all-agents', 'every configured agent')
     .option('--store <path>', 'a sessions.json file');
+}
+
+function addDestructiveFlags(command: Command): Command {
+  return command.option('--dry-run', 'say what would be done, per session; change nothing').option('-y, --yes', 'do not ask for confirmation on a terminal');
+}
+
+/**
+ * Every target is looked up before anything changes, so a mistyped key stops the whole command
+ * (NOT_FOUND) instead of half of it; then a dry run says per line what would happen, or the
+ * person at a terminal is asked once for all of them.
+ */
+async function planTargets(ctx: CliContext, keys: string[], verb: string): Promise<FoundSession[] | null> {
+  const engine = await ctx.engine();
+  const found: FoundSession[] = [];
+  for (const key of keys) {
+    const target = await findSession(engine, key, selectionOf(ctx));
+    if (!found.some((f) => f.key === target.key && f.location.storePath === target.location.storePath)) found.push(target);
+  }
+  const dryRun = (ctx.options as { dryRun?: boolean }).dryRun === true;
+  if (dryRun) {
+    for (const target of found) {
+      if (ctx.json) writeJsonLine(ctx.streams.stdout, { dryRun: true, action: verb, sessionKey: target.key, sessionId: target.entry.sessionId, agentId: target.location.agentId });
+      else ctx.streams.stdout.write(`would ${verb} ${target.key} (session ${target.entry.sessionId})\n`);
+    }
+    return null;
+  }
+  const listing = found.map((t) => `  ${t.key} (session ${t.entry.sessionId})`).join('\n');
+  const { confirm } = await import('./confirm.js');
+  if (!(await confirm(ctx, `${listing}\n${verb} ${found.length === 1 ? 'this session' : `these ${found.length} sessions`}?`))) {
+    ctx.note('nothing changed');
+    return null;
+  }
+  return found;
 }
 
 function selectionOf(ctx: CliContext): StoreSelection {
@@ -70,9 +103,9 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
     .action(hooks.action((ctx: CliContext, key: string) => runTranscript(ctx, key)));
 
   const reset = (command: Command) =>
-    addSelectionFlags(command.argument('<key-or-id>').option('--reason <text>', 'why (kept in the reset notice)').option('--model <model>', 'model for the new instance'))
-      .addHelpText('after', '\nExample:\n  $ switchboard sessions reset agent:main:direct:alice --reason "fresh start"')
-      .action(hooks.action((ctx: CliContext, key: string) => runReset(ctx, key)));
+    addDestructiveFlags(addSelectionFlags(command.argument('<key-or-id...>').option('--reason <text>', 'why (kept in the reset notice)').option('--model <model>', 'model for the new instance')))
+      .addHelpText('after', '\nAsks first on a terminal (--yes skips); never asks in a pipe or from cron.\n\nExamples:\n  $ switchboard sessions reset agent:main:direct:alice --reason "fresh start"\n  $ switchboard sessions reset agent:main:direct:alice agent:main:direct:bob --dry-run')
+      .action(hooks.action((ctx: CliContext, keys: string[]) => runReset(ctx, keys)));
   reset(sessions.command('reset').description('rotate now: new sessionId, old transcript archived as .reset.<ts>'));
   reset(program.command('reset').description('rotate a session now (same as `sessions reset`)'));
 
@@ -82,9 +115,9 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   addSelectionFlags(sessions.command('unpin').argument('<key-or-id>').description('let maintenance treat this session normally again'))
     .addHelpText('after', '\nExample:\n  $ switchboard sessions unpin agent:main:main')
     .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, false)));
-  addSelectionFlags(sessions.command('delete').argument('<key-or-id>').description('remove the entry; its transcript is archived as .deleted.<ts>, never deleted'))
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions delete agent:main:discord:channel:general')
-    .action(hooks.action((ctx: CliContext, key: string) => runDelete(ctx, key)));
+  addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
+    .addHelpText('after', '\nAsks first on a terminal (--yes skips); never asks in a pipe or from cron.\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run')
+    .action(hooks.action((ctx: CliContext, keys: string[]) => runDelete(ctx, keys)));
 }
 
 async function runList(ctx: CliContext): Promise<number> {
@@ -216,11 +249,14 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
   return 0;
 }
 
-async function runReset(ctx: CliContext, key: string): Promise<number> {
+async function runReset(ctx: CliContext, keys: string[]): Promise<number> {
   const flags = ctx.options as { reason?: string; model?: string };
-  const outcome = await resetSession(await ctx.engine(), key, { ...selectionOf(ctx), reason: flags.reason, model: flags.model });
-  if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-  else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}\n`);
+  const targets = await planTargets(ctx, keys, 'reset');
+  for (const target of targets ?? []) {
+    const outcome = await resetSession(await ctx.engine(), target.key, { storePath: target.location.storePath, reason: flags.reason, model: flags.model });
+    if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
+    else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}\n`);
+  }
   return 0;
 }
 
@@ -231,9 +267,12 @@ async function runPin(ctx: CliContext, key: string, pinned: boolean): Promise<nu
   return 0;
 }
 
-async function runDelete(ctx: CliContext, key: string): Promise<number> {
-  const outcome = await deleteSession(await ctx.engine(), key, selectionOf(ctx));
-  if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-  else ctx.streams.stdout.write(`deleted ${outcome.sessionKey}${outcome.archivedTo ? ` (transcript archived as ${outcome.archivedTo})` : ''}\n`);
+async function runDelete(ctx: CliContext, keys: string[]): Promise<number> {
+  const targets = await planTargets(ctx, keys, 'delete');
+  for (const target of targets ?? []) {
+    const outcome = await deleteSession(await ctx.engine(), target.key, { storePath: target.location.storePath });
+    if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
+    else ctx.streams.stdout.write(`deleted ${outcome.sessionKey}${outcome.archivedTo ? ` (transcript archived as ${outcome.archivedTo})` : ''}\n`);
+  }
   return 0;
 }
