@@ -76,6 +76,8 @@ export {
   resetPolicyFor,
   messageIdSeenAt,
   forgetMessageId,
+  deliveryTarget,
+  setDeliveryAddress,
   type RecentMessageIds,
   DUPLICATE_WINDOW_MS,
   type PlannedEntry,

@@ -211,10 +211,52 @@ function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, cr
   // Replies go back where this session's own channel last spoke; another channel's message
   // (e.g. an identity-linked DM from a second app) never redirects them.
   if (message.peer && (!entry.deliveryContext || entry.deliveryContext.channel === message.channel)) {
-    const context: NonNullable<PlannedEntry['deliveryContext']> = { channel: message.channel, to: message.peer.id, accountId: message.accountId };
-    if (message.threadId) context.threadId = message.threadId;
-    entry.deliveryContext = context;
+    setDeliveryAddress(entry, { channel: message.channel, to: deliveryTarget(message.channel, message.peer), accountId: message.accountId, threadId: message.threadId }, chatType);
   }
   if (message.messageId !== undefined) entry.recentMessageIds = rememberMessageId(entry.recentMessageIds, message.messageId, now);
   if (entry.lastInteractionAt === undefined) delete entry.lastInteractionAt;
+}
+
+/** Channels whose targets name the peer's kind: a bare id there is read as a channel. */
+const KIND_PREFIXED_CHANNELS = new Set(['discord', 'slack', 'msteams', 'mattermost', 'googlechat']);
+
+/**
+ * A peer as OpenClaw writes a delivery target: Telegram chats are `telegram:<chatId>`; on
+ * Discord, Slack, Teams, Mattermost and Google Chat a direct peer is `user:<id>` and a group or
+ * channel `channel:<id>` (OpenClaw's Discord code reads a bare numeric id as a channel); other
+ * channels take the bare id.
+ */
+export function deliveryTarget(channel: string, peer: { kind: string; id: string }): string {
+  if (channel === 'telegram') return `telegram:${peer.id}`;
+  if (KIND_PREFIXED_CHANNELS.has(channel)) return `${peer.kind === 'direct' ? 'user' : 'channel'}:${peer.id}`;
+  return peer.id;
+}
+
+/**
+ * The one place the session's address is written: `deliveryContext` and OpenClaw's mirrors of it
+ * (`lastChannel`, `lastTo`, `lastAccountId`, `lastThreadId`, and `route` where an entry has one),
+ * so they always agree.
+ */
+export function setDeliveryAddress(
+  entry: PlannedEntry,
+  address: { channel: string; to: string; accountId?: string; threadId?: string },
+  chatType: PlannedEntry['chatType'],
+): void {
+  const context: NonNullable<PlannedEntry['deliveryContext']> = { channel: address.channel, to: address.to };
+  if (address.accountId !== undefined) context.accountId = address.accountId;
+  if (address.threadId) context.threadId = address.threadId;
+  entry.deliveryContext = context;
+  entry.lastChannel = address.channel;
+  entry.lastTo = address.to;
+  if (address.accountId !== undefined) entry.lastAccountId = address.accountId;
+  else delete entry.lastAccountId;
+  if (address.threadId) entry.lastThreadId = address.threadId;
+  else delete entry.lastThreadId;
+  if (entry.route !== undefined && entry.route !== null && typeof entry.route === 'object') {
+    const route: Record<string, unknown> = { ...(entry.route as Record<string, unknown>), channel: address.channel, target: { to: address.to, ...(chatType ? { chatType } : {}) } };
+    if (address.accountId !== undefined) route.accountId = address.accountId;
+    if (address.threadId) route.thread = { id: address.threadId };
+    else delete route.thread;
+    entry.route = route;
+  }
 }

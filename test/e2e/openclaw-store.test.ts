@@ -159,6 +159,11 @@ describe('an OpenClaw 2026.7.1 store', () => {
       if (!moved.has(field)) assert.deepEqual(after[field], value, field);
     }
 
+    // The address stays in OpenClaw's target form, and every field that names it agrees.
+    const route = after.route as { target: { to: string } };
+    assert.deepEqual([(after.deliveryContext as { to: string }).to, after.lastTo, route.target.to], ['telegram:111', 'telegram:111', 'telegram:111']);
+    assert.equal(after.lastChannel, 'telegram');
+
     const recordsAfter = recordsOf(file);
     assert.deepEqual(recordsAfter.slice(0, recordsBefore.length), recordsBefore, 'the records OpenClaw wrote are untouched');
     const added = recordsAfter.slice(recordsBefore.length);

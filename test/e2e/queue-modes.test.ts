@@ -45,7 +45,7 @@ describe('steer', () => {
     const replies = eventsOf(r.events, 'reply');
     assert.deepEqual(replies.map((e) => [e.runId, e.text, e.delivered]), [[results[0].runId, 'slow-echo: first\nsecond', true]]);
     assert.deepEqual(replies[0].policy, { decision: 'allow', rule: null });
-    assert.deepEqual(replies[0].deliveryContext, { channel: 'telegram', to: 'alice', accountId: 'default' });
+    assert.deepEqual(replies[0].deliveryContext, { channel: 'telegram', to: 'telegram:alice', accountId: 'default' });
     const records = transcriptOf(env, KEY);
     assert.deepEqual(shape(records), [
       'user:first',
@@ -181,9 +181,9 @@ describe('collect', () => {
     assert.equal(r.code, 0, r.stderr);
     const header = '[Queued messages while agent was busy]';
     assert.deepEqual(eventsOf(r.events, 'reply').map((e) => [e.text, e.deliveryContext.to]), [
-      ['slow-echo: start', 'a'],
-      [`slow-echo: ${header}\n---\nQueued #1 (from a)\none\n---\nQueued #2 (from a)\nthree`, 'a'],
-      [`slow-echo: ${header}\n---\nQueued #1 (from b)\ntwo`, 'b'],
+      ['slow-echo: start', 'telegram:a'],
+      [`slow-echo: ${header}\n---\nQueued #1 (from a)\none\n---\nQueued #2 (from a)\nthree`, 'telegram:a'],
+      [`slow-echo: ${header}\n---\nQueued #1 (from b)\ntwo`, 'telegram:b'],
     ]);
   });
 
