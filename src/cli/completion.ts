@@ -42,9 +42,9 @@ function shellCase(all: Level[], pick: (level: Level) => string, indent: string)
   return all.map((level) => `${indent}"${level.path}") echo "${pick(level)}" ;;`).join('\n');
 }
 
-function bash(all: Level[]): string {
-  return `# switchboard completion for bash: source <(switchboard completion bash)
-_switchboard_subs() {
+/** The two lookup functions bash and zsh share: a command path's subcommands, and its words. */
+function lookups(all: Level[]): string {
+  return `_switchboard_subs() {
   case "$1" in
 ${shellCase(all, (l) => l.subcommands.join(' '), '    ')}
   esac
@@ -53,7 +53,12 @@ _switchboard_words() {
   case "$1" in
 ${shellCase(all, words, '    ')}
   esac
+}`;
 }
+
+function bash(all: Level[]): string {
+  return `# switchboard completion for bash: source <(switchboard completion bash)
+${lookups(all)}
 _switchboard() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" path="" w i subs
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -71,16 +76,7 @@ complete -o default -F _switchboard switchboard
 function zsh(all: Level[]): string {
   return `#compdef switchboard
 # switchboard completion for zsh: switchboard completion zsh > "\${fpath[1]}/_switchboard"
-_switchboard_subs() {
-  case "$1" in
-${shellCase(all, (l) => l.subcommands.join(' '), '    ')}
-  esac
-}
-_switchboard_words() {
-  case "$1" in
-${shellCase(all, words, '    ')}
-  esac
-}
+${lookups(all)}
 _switchboard() {
   local path_="" w i subs
   for ((i = 2; i < CURRENT; i++)); do
