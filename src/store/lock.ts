@@ -30,9 +30,9 @@
 //
 // Takeover policies (LockOptions.takeover, recorded in owner.json; a waiter applies the stricter of
 // its own and the holder's, like it applies the larger staleMs):
-//  * 'stale' (session write locks, the default): taken over when stale (mtime older than staleMs,
-//    the larger of the waiter's and the holder's: the holder crashed or froze) or over-held
-//    (acquiredAt + maxHoldMs passed). A frozen holder can resume after the takeover, so writers
+//  * 'stale' (session write locks, the default): taken over when the holder is known dead (at
+//    once), stale (mtime older than staleMs, the larger of the waiter's and the holder's: the
+//    holder crashed or froze) or over-held (acquiredAt + maxHoldMs passed). A frozen holder can resume after the takeover, so writers
 //    fence: verifyHeld() right before and right after a write.
 //  * 'dead' (the sessions.json registry lock): never taken from a LIVE holder on this host. A
 //    stopped (SIGSTOP) or busy process is alive and may resume in the middle of its replace, after
@@ -804,7 +804,9 @@ function isHolderAlive(owner: LockOwnerRecord): boolean | null {
  */
 export function mayTakeOver(seen: LockInfo, policy: TakeoverPolicy): boolean {
   const strict = policy === 'dead' || seen.owner?.takeover === 'dead';
-  if (!strict) return seen.stale || seen.overHeld;
+  // A holder known to be dead (no such pid, a zombie, a reused pid) writes nothing more: its
+  // lock is taken over at once, so a crash does not stall the session for staleMs.
+  if (!strict) return seen.stale || seen.overHeld || seen.holderAlive === false;
   if (seen.owner === null) return seen.stale;
   if (seen.holderAlive === false) return true;
   if (seen.holderAlive === true) return false;

@@ -68,6 +68,18 @@ describe('lock faults with real processes', () => {
     assert.equal(got, process.pid);
   });
 
+  test('a SIGKILLed holder that is known dead loses its session lock at once, long before staleMs', async () => {
+    const dir = tempDir();
+    const target = path.join(dir, 'dead.jsonl');
+    // A minute of staleMs: a waiter that could only wait for staleness would time out below.
+    const child = holder({ target, behaviour: 'hold', staleMs: 60_000, runId: 'dead-run' });
+    await child.waitForLine((l) => l.startsWith('held '), 10_000, 'the child to hold the lock');
+    child.child.kill('SIGKILL');
+    await child.exited;
+    const got = await withLock(target, { staleMs: 60_000, acquireTimeoutMs: 5_000 }, async (handle) => handle.owner.pid);
+    assert.equal(got, process.pid);
+  });
+
   test('a process that exits while holding a lock removes it on the way out', async () => {
     const dir = tempDir();
     const target = path.join(dir, 'exit.jsonl');
