@@ -3,8 +3,8 @@
 
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
-import { deleteSession, findSession, listSessions, resetSession, setPinned, showSession, type FoundSession, type StoreSelection } from '../engine/index.js';
-import { followTranscript, messageContentText, readTranscript, type TranscriptRecord } from '../store/index.js';
+import { deleteSession, findSession, listSessions, resetSession, setPinned, showSession, transcriptFileOf, type FoundSession, type StoreSelection } from '../engine/index.js';
+import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
 import { registerCleanupCommand } from './maintenance.js';
@@ -213,6 +213,9 @@ function renderRecord(record: TranscriptRecord): string {
   return `${time}  [${record.type}]`;
 }
 
+/** How often `--follow` looks for the key's next instance once the one it followed has ended. */
+const FOLLOW_RECHECK_MS = 300;
+
 async function runTranscript(ctx: CliContext, key: string): Promise<number> {
   const flags = ctx.options as { tail?: string; follow?: boolean; raw?: boolean };
   const details = await showSession(await ctx.engine(), key, selectionOf(ctx));
@@ -240,7 +243,24 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
     // `transcript --follow | head` ends when head does, like `tail -f | head`.
     void whenOutputCloses(ctx.streams.stdout).then(onSignal);
     try {
-      await followTranscript(details.transcriptPath, reader.stats.bytes, print, stop.signal);
+      // Like `tail -F`: when the instance ends (a reset archives its file), follow the key into
+      // its next instance, with a notice on stderr; a deleted key is waited for.
+      let file = details.transcriptPath;
+      let offset = reader.stats.bytes;
+      while (!stop.signal.aborted) {
+        await followTranscript(file, offset, print, stop.signal);
+        while (!stop.signal.aborted) {
+          const next = await findSession(await ctx.engine(), details.key, { storePath: details.location.storePath }).catch(() => null);
+          const nextFile = next === null ? null : transcriptFileOf(next.location, next.entry, next.key);
+          if (next !== null && nextFile !== file) {
+            ctx.note(`switchboard: ${details.key} is now session ${String(next.entry.sessionId)}; following it`);
+            file = nextFile!;
+            offset = 0;
+            break;
+          }
+          await pause(FOLLOW_RECHECK_MS, stop.signal);
+        }
+      }
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

@@ -2,6 +2,7 @@
 // keeping a partial last line until it is complete.
 
 import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { openRegularFile } from './regular-file.js';
 import type { TranscriptRecord } from './transcript.js';
 
@@ -13,7 +14,7 @@ export async function followTranscript(file: string, offset: number, onRecord: (
   let partial = '';
   while (!signal.aborted) {
     const stat = await fsp.stat(file).catch(() => null);
-    if (stat === null) return; // rotated or deleted: this instance is over
+    if (stat === null) return; // rotated or deleted: this instance is over (the caller may follow the next)
     if (stat.size > position) {
       const handle = await openRegularFile(file, fsConstants.O_RDONLY); // never through a link
       try {
@@ -35,12 +36,11 @@ export async function followTranscript(file: string, offset: number, onRecord: (
         await handle.close();
       }
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, POLL_MS);
-      signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
-    });
+    await pause(POLL_MS, signal);
   }
+}
+
+/** Waits `ms`, or less when `signal` aborts; leaves no listener behind on the signal. */
+export async function pause(ms: number, signal: AbortSignal): Promise<void> {
+  await sleep(ms, undefined, { signal }).catch(() => undefined);
 }
