@@ -227,7 +227,9 @@ const KIND_PREFIXED_CHANNELS = new Set(['discord', 'slack', 'msteams', 'mattermo
  * channels take the bare id.
  */
 export function deliveryTarget(channel: string, peer: { kind: string; id: string }): string {
-  if (channel === 'telegram') return `telegram:${peer.id}`;
+  // A forum topic's peer is `<chatId>:topic:<threadId>`; its target is the chat (the thread id
+  // travels beside it, as `threadId`).
+  if (channel === 'telegram') return `telegram:${peer.id.split(':topic:')[0]}`;
   if (KIND_PREFIXED_CHANNELS.has(channel)) return `${peer.kind === 'direct' ? 'user' : 'channel'}:${peer.id}`;
   return peer.id;
 }

@@ -88,5 +88,19 @@ export function normalizeRouteInput(raw: unknown, code: InputErrorCode = 'BAD_IN
   if (teamId) input.teamId = teamId;
   const threadId = optionalText(obj.threadId, 'threadId', code);
   if (threadId) input.threadId = threadId;
+  if (isTelegramTopic(input) && !input.peer!.id.includes(TOPIC_MARKER)) {
+    // OpenClaw makes a Telegram forum topic its own peer, `<chatId>:topic:<threadId>`, with the
+    // group as parent peer: a binding on the group still applies (parent tier), and the key is
+    // `…:group:<chatId>:topic:<threadId>` (no thread suffix).
+    input.parentPeer ??= { kind: 'group', id: input.peer!.id };
+    input.peer = { kind: 'group', id: `${input.peer!.id}${TOPIC_MARKER}${threadId}` };
+  }
   return input;
+}
+
+const TOPIC_MARKER = ':topic:';
+
+/** A Telegram group message in a forum topic: the topic is part of the peer, not a thread suffix. */
+export function isTelegramTopic(input: Pick<RouteInput, 'channel' | 'peer' | 'threadId'>): boolean {
+  return input.channel === 'telegram' && input.peer?.kind === 'group' && input.threadId !== undefined;
 }

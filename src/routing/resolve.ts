@@ -5,6 +5,7 @@ import { SwitchboardError } from '../core/index.js';
 import type { AccountBucket, CompiledBinding, RoutingTable } from './routing-table.js';
 import { peerClassOf } from './routing-table.js';
 import { buildSessionKey } from './session-key.js';
+import { isTelegramTopic } from './normalize.js';
 import type { KeyDerivation, MatchedBy, Peer, ResolvedRoute, RouteInput, TraceCandidate, TraceTier } from './types.js';
 
 interface TierRule {
@@ -172,7 +173,7 @@ export function routeFor(table: RoutingTable, input: RouteInput, selection: Agen
     ...(table.generation === 'entries' ? { groupScope, keepPeerCase: table.keepPeerCase } : {}),
     mainKey: table.mainKey,
     identityLinks: table.identityLinks,
-    threadId: input.threadId,
+    threadId: isTelegramTopic(input) ? undefined : input.threadId,
   });
   return {
     route: {

@@ -390,3 +390,22 @@ describe('pinned precedence and identity-link rules', () => {
     assert.equal(route(dm({ alice: ['U9abc'] }), { channel: 'slack', peer: 'direct:U9abd' }).route.sessionKey, 'agent:main:direct:u9abd');
   });
 });
+
+describe('telegram forum topics (issue 12, item 3)', () => {
+  test('a topic is its own peer <chatId>:topic:<threadId> under its group: OpenClaw’s key, and a group binding still applies', () => {
+    const config: SwitchboardConfig = {
+      agents: { list: [{ id: 'main', default: true }, { id: 'club' }] },
+      bindings: [{ agentId: 'club', match: { channel: 'telegram', peer: { kind: 'group', id: '-100888' } } }],
+    };
+    const topic = route(config, { channel: 'telegram', peer: 'group:-100888', threadId: '42' }).route;
+    assert.equal(topic.sessionKey, 'agent:club:telegram:group:-100888:topic:42');
+    assert.equal(topic.agentId, 'club');
+    assert.equal(topic.matchedBy, 'binding.peer.parent');
+    // The group itself, and threads of other channels, are unchanged.
+    assert.equal(route(config, { channel: 'telegram', peer: 'group:-100888' }).route.sessionKey, 'agent:club:telegram:group:-100888');
+    assert.equal(route(config, { channel: 'discord', peer: 'channel:c1', threadId: 'T9' }).route.sessionKey, 'agent:main:discord:channel:c1:thread:t9');
+    // A binding on the topic itself is the exact peer tier.
+    const exact = route({ ...config, bindings: [{ agentId: 'club', match: { channel: 'telegram', peer: { kind: 'group', id: '-100888:topic:42' } } }] }, { channel: 'telegram', peer: 'group:-100888', threadId: '42' }).route;
+    assert.equal(exact.matchedBy, 'binding.peer');
+  });
+});
