@@ -1,5 +1,5 @@
 // Writing to stdout/stderr for every command: JSON or text data on stdout, diagnostics on
-// stderr, colour only for terminals (NO_COLOR and --no-color respected), buffered bulk output.
+// stderr, colour only for terminals (NO_COLOR, FORCE_COLOR and --no-color respected), buffered bulk output.
 
 import type { Writable } from 'node:stream';
 import { toSwitchboardError, type SwitchboardError } from '../core/index.js';
@@ -26,10 +26,21 @@ export interface Painter {
 
 const plainPainter: Painter = { bold: (t) => t, dim: (t) => t, green: (t) => t, red: (t) => t, yellow: (t) => t, cyan: (t) => t };
 
+/**
+ * Whether output gets colour, by the common conventions: `--no-color` and a non-empty `NO_COLOR`
+ * turn it off; a `FORCE_COLOR` other than `0`/`false` turns it on even in a pipe; otherwise only
+ * a terminal that is not `dumb` gets it.
+ */
+export function wantsColour(env: NodeJS.ProcessEnv, isTTY: boolean, colorFlag: boolean): boolean {
+  if (!colorFlag || (env.NO_COLOR ?? '') !== '') return false;
+  const force = env.FORCE_COLOR;
+  if (force !== undefined) return force !== '0' && force !== 'false';
+  return isTTY && env.TERM !== 'dumb';
+}
+
 /** chalk is loaded only when a terminal will actually show colour, keeping plain commands fast. */
 export async function painterFor(streams: Streams, colorFlag: boolean): Promise<Painter> {
-  const wantsColour = colorFlag && streams.stdout.isTTY === true && !('NO_COLOR' in streams.env) && streams.env.TERM !== 'dumb';
-  if (!wantsColour) return plainPainter;
+  if (!wantsColour(streams.env, streams.stdout.isTTY === true, colorFlag)) return plainPainter;
   const { Chalk } = await import('chalk');
   const chalk = new Chalk({ level: 1 });
   return { bold: chalk.bold, dim: chalk.dim, green: chalk.green, red: chalk.red, yellow: chalk.yellow, cyan: chalk.cyan };

@@ -6,6 +6,7 @@ import { SwitchboardError } from '../../core/index.js';
 import { CliContext } from '../context.js';
 import type { ProgramHooks } from '../main.js';
 import { socketPathOf } from '../serve.js';
+import { wantsColour } from '../output.js';
 
 export const DEFAULT_INTERVAL_MS = 1_000;
 const MIN_INTERVAL_MS = 100;
@@ -60,7 +61,7 @@ async function runTopCommand(ctx: CliContext): Promise<number> {
     intervalMs,
     clock: ctx.clock,
     streams: ctx.streams,
-    color: ctx.options.color !== false && !('NO_COLOR' in ctx.streams.env) && ctx.streams.env.TERM !== 'dumb',
+    color: wantsColour(ctx.streams.env, true, ctx.options.color !== false),
     storeEngine: () => ctx.engine(),
     // Next to a server, locks and lanes are read with the server's state dir and config.
     serverEngine: (status) => {
