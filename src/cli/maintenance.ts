@@ -233,7 +233,9 @@ function maintainText(r: MaintainReport): string {
     else {
       const removed = store.pruned + store.missing + store.capped + (store.diskBudget?.removedEntries ?? 0);
       const did = store.applied === true ? '' : store.dryRun ? 'would be ' : 'would be (in enforce mode) ';
-      lines.push(`  cleanup ${store.agentId} (${store.mode}): ${store.beforeCount} → ${store.afterCount} sessions, ${removed} ${did}removed, ${store.purgedArchives} old archive(s) ${did}purged`);
+      // Warn mode and dry runs change nothing: every figure says "would".
+      const count = store.applied === true ? `${store.beforeCount} → ${store.afterCount} sessions` : `${store.beforeCount} sessions, ${store.afterCount} would remain`;
+      lines.push(`  cleanup ${store.agentId} (${store.mode}): ${count}, ${removed} ${did}removed, ${store.purgedArchives} old archive(s) ${did}purged`);
     }
   }
   lines.push(`  resets: ${r.resets.reset.length} ${verb}applied, ${r.resets.deferred.length} deferred (active run)${r.resets.skipped.length > 0 ? `, ${r.resets.skipped.length} no longer due` : ''}`);
