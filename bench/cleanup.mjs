@@ -85,7 +85,7 @@ export async function benchCleanup() {
 
   const nodeBase = runMany([process.execPath, '-e', '0']);
   const walk = runMany([process.execPath, '-e', STAT_WALK, big.dir]);
-  const list = runMany(cli(big, 'sessions'));
+  const list = runMany(cli(big, 'sessions', '--limit', 'all'));
   const listing = JSON.parse(list.stdout.toString());
   if (listing.count !== SESSIONS) throw new Error(`sessions --json listed ${listing.count}, expected ${SESSIONS}`);
 

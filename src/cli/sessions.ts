@@ -64,6 +64,9 @@ function selectionOf(ctx: CliContext): StoreSelection {
   return { agent: flags.agent, allAgents: flags.allAgents, storePath: flags.store };
 }
 
+/** Rows a listing shows unless --limit says otherwise. */
+const DEFAULT_LIST_LIMIT = 100;
+
 function positiveInt(value: string, name: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new SwitchboardError('USAGE', `${name} must be a whole number ≥ 0, got "${value}"`);
@@ -80,7 +83,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   const list = (command: Command) =>
     addSelectionFlags(command)
       .option('--active <minutes>', 'only sessions updated in the last MINUTES')
-      .option('--limit <n>', 'at most N rows (newest first)')
+      .option('--limit <n|all>', `at most N rows, newest first (default ${DEFAULT_LIST_LIMIT}; "all" lists every one)`)
       .action(hooks.action((ctx: CliContext) => runList(ctx)));
   list(sessions);
   list(sessions.command('list', { isDefault: true }).description('table of sessions: Agent, Kind, Key, Age, Model, Flags'))
@@ -125,8 +128,10 @@ async function runList(ctx: CliContext): Promise<number> {
   const listing = await listSessions(await ctx.engine(), {
     ...selectionOf(ctx),
     activeMinutes: flags.active !== undefined ? positiveInt(flags.active, '--active') : undefined,
-    limit: flags.limit !== undefined ? positiveInt(flags.limit, '--limit') : undefined,
+    limit: flags.limit === 'all' ? undefined : flags.limit !== undefined ? positiveInt(flags.limit, '--limit') : DEFAULT_LIST_LIMIT,
   });
+  // Bounded by default, like `openclaw sessions`: say so when rows were left out.
+  if (listing.total > listing.count) ctx.note(`switchboard: listed ${listing.count} of ${listing.total} sessions (newest first); --limit all lists every one`);
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, listing);
     return 0;

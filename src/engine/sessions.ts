@@ -75,7 +75,10 @@ export interface SessionRow {
 
 export interface SessionListing {
   stores: { agentId: string; path: string }[];
+  /** Rows listed (after --limit). */
   count: number;
+  /** Rows that matched before --limit cut the list. */
+  total: number;
   sessions: SessionRow[];
 }
 
@@ -126,6 +129,7 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
     // Files only: a server's incognito rows carry their marker instead of a store path.
     stores: stores.filter((s) => !isInMemory(s.storePath)).map((s) => ({ agentId: s.agentId, path: s.storePath })),
     count: limited.length,
+    total: rows.length,
     sessions: limited.map(({ file: _file, ...row }) => row),
   };
 }

@@ -40,8 +40,8 @@ describe('pipes closed early', () => {
   });
 
   const listings = [
-    ['sessions'],
-    ['sessions', '--json'],
+    ['sessions', '--limit', 'all'],
+    ['sessions', '--json', '--limit', 'all'],
     ['sessions', 'cleanup', '--dry-run'],
     ['maintain', '--json'],
     ['maintain', '--dry-run'],
