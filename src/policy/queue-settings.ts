@@ -28,6 +28,12 @@ const MODE_ALIASES: Readonly<Record<string, QueueMode>> = {
   followups: 'followup',
   collect: 'collect',
   coalesce: 'collect',
+  // OpenClaw's retired modes, still found in older configs and session entries; OpenClaw's own
+  // migration maps them the same way.
+  queue: 'steer',
+  'steer-backlog': 'followup',
+  'steer+backlog': 'followup',
+  steer_backlog: 'followup',
 };
 
 const DROP_ALIASES: Readonly<Record<string, DropPolicy>> = {

@@ -28,8 +28,13 @@ describe('normalizeQueueMode', () => {
     }
   });
 
+  it("reads OpenClaw's retired modes the way OpenClaw's migration does", () => {
+    assert.equal(normalizeQueueMode('queue'), 'steer');
+    for (const value of ['steer-backlog', 'steer+backlog', 'steer_backlog']) assert.equal(normalizeQueueMode(value), 'followup', value);
+  });
+
   it('returns undefined for anything else', () => {
-    for (const value of ['', 'queue', 'stop', 'collecting', 'constructor', '__proto__', 'toString', 3, null, undefined, {}]) {
+    for (const value of ['', 'queues', 'stop', 'collecting', 'constructor', '__proto__', 'toString', 3, null, undefined, {}]) {
       assert.equal(normalizeQueueMode(value), undefined, String(value));
     }
   });
