@@ -506,7 +506,14 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       if (message.timestamp !== undefined) queued.timestamp = message.timestamp;
       if (message.cronJobId) queued.cronJobId = message.cronJobId;
       if (entry.deliveryContext) queued.deliveryContext = { ...entry.deliveryContext };
-      const next = enqueueItem(queue, queued, settings, randomUUID);
+      let waiting = queue;
+      if (queued.mode === 'interrupt' && !deferredCommand) {
+        // "Stop and do this instead": what was waiting is superseded, each item reported (never
+        // silently); items the active run has already taken (leased, claimed) go with that run.
+        waiting = queue.filter((other) => other.leasedBy !== undefined || other.claimedBy !== undefined);
+        for (const other of queue) if (!waiting.includes(other)) events.push(droppedEventOf(other, 'interrupt'));
+      }
+      const next = enqueueItem(waiting, queued, settings, randomUUID);
       if (next.rejected) {
         // At the cap and every waiting message is already taken by the active run.
         forgetId();

@@ -288,7 +288,7 @@ export interface ReplyEvent {
 }
 
 /** `shutdown`: an incognito item still waiting when its server stopped (it lived only in memory). */
-export type DroppedReason = 'busy' | 'cap' | 'cancelled' | 'stopped' | 'lock' | 'shutdown';
+export type DroppedReason = 'busy' | 'cap' | 'cancelled' | 'stopped' | 'lock' | 'shutdown' | 'interrupt';
 
 export interface DroppedEvent {
   type: 'dropped';

@@ -181,7 +181,8 @@ export function planAdmission(input: AdmissionInput): Admission {
   }
   if (!busy) return { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };
 
-  if (waitingItems(input.queue).length >= input.cap && input.dropPolicy === 'new') return { action: 'reject', reason: 'cap' };
+  // An interrupt supersedes what waits (the caller drops it, reported), so the cap cannot refuse it.
+  if (input.mode !== 'interrupt' && waitingItems(input.queue).length >= input.cap && input.dropPolicy === 'new') return { action: 'reject', reason: 'cap' };
   if (input.resetTrigger) return { action: 'enqueue', state: 'queued', disposition: input.activeRun ? 'interrupted' : 'queued', abortActive: input.activeRun };
   switch (input.mode) {
     case 'interrupt':

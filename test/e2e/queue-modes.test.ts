@@ -214,6 +214,19 @@ describe('interrupt', () => {
     assertStoreValid(env);
   });
 
+  test('stop and do this instead: what was waiting is dropped (reported, reason interrupt) and the newest runs next', async () => {
+    const env = queueEnv(slowEcho({ toolCalls: 1 }, { mode: 'followup' }));
+    const r = await ingestAll(env, [alice('long job'), alice('later 1'), alice('later 2'), alice('do this instead', { queue: { mode: 'interrupt' } })]);
+    assert.equal(r.code, 0, r.stderr);
+    const results = eventsOf(r.events, 'result');
+    assert.deepEqual(results.map((e) => e.disposition), ['started', 'queued', 'queued', 'interrupted']);
+    const dropped = eventsOf(r.events, 'dropped');
+    assert.deepEqual(dropped.map((e) => [e.runId, e.reason]), [[results[1].runId, 'interrupt'], [results[2].runId, 'interrupt']]);
+    // Only the interrupting message runs after the aborted one; the superseded ones never do.
+    assert.deepEqual(eventsOf(r.events, 'reply').map((e) => e.text), ['slow-echo: do this instead']);
+    assertStoreValid(env);
+  });
+
   test('reaches a run in progress (of this process) and stops it mid-tool', async () => {
     const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { runner: queueRunner('hold') } }, messages: { queue: { mode: 'interrupt' } } });
     const live = new LiveIngest(env);
