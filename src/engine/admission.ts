@@ -457,6 +457,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       outcome.before = takeOutbox(entry);
       outcome.record = true;
       delete entry.stopRequested;
+      delete entry.stopReason;
       outcome.disposition = 'started';
       effects.starts.push({
         item,
@@ -524,6 +525,11 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       setQueue(entry, next.queue);
       for (const victim of next.dropped) events.push(droppedEventOf(victim.item, 'cap', victim.drop));
       if (admission.abortActive) abortActive(deferredCommand ? 'reset' : 'interrupted by a newer message');
+      if (queued.mode === 'interrupt' && !deferredCommand && entry.activeRun) {
+        // What the aborted run had taken for its next step leaves with it, so the newest runs next.
+        entry.stopRequested = entry.activeRun.runId;
+        entry.stopReason = 'interrupt';
+      }
       if (!entry.activeRun) takeOwnership(entry, ref, env);
       outcome.disposition = admission.disposition;
       break;

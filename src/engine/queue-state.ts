@@ -29,8 +29,10 @@ export type QueuedEntry = SessionEntry & {
   outbox?: OutboxItem[];
   /** The runId of the active run that must stop (set by interrupt, /stop, queue abort, resets). */
   abortRequested?: string;
-  /** The runId of an active run stopped by /stop or `queue abort`: the items it leased are dropped with it. */
+  /** The runId of an active run stopped by /stop, `queue abort` or an interrupt: the items it leased are dropped with it. */
   stopRequested?: string;
+  /** Set with stopRequested by an interrupt: the reason those drops are reported with. */
+  stopReason?: 'interrupt';
 };
 
 /** One session of one store: what the queue machinery addresses. */
@@ -174,7 +176,10 @@ export function clearDeadHolders(entry: QueuedEntry, liveness: Liveness): Orphan
     const run = entry.activeRun;
     delete entry.activeRun;
     if (entry.abortRequested === run.runId) delete entry.abortRequested;
-    if (entry.stopRequested === run.runId) delete entry.stopRequested;
+    if (entry.stopRequested === run.runId) {
+      delete entry.stopRequested;
+      delete entry.stopReason;
+    }
     const leased = queueOf(entry).filter((item) => item.leasedBy === run.runId).map(carriedOf);
     const { queue, claimed, unparked } = orphanItems(queueOf(entry), run.runId);
     if (claimed > 0 || unparked > 0) setQueue(entry, queue);

@@ -94,17 +94,21 @@ export async function releaseSession(
   ref: SessionRef,
   runId: string,
   steered: ReadonlySet<string>,
-): Promise<{ dropped: QueueItem[] }> {
+): Promise<{ dropped: QueueItem[]; reason: 'stopped' | 'interrupt' }> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await updateStore(ctx, ref.location, (store) => {
         const entry = store[ref.sessionKey] as QueuedEntry | undefined;
-        if (!entry) return { dropped: [] };
+        if (!entry) return { dropped: [], reason: 'stopped' };
         const now = ctx.clock.now();
         const stopped = entry.stopRequested === runId;
+        const reason = stopped && entry.stopReason === 'interrupt' ? 'interrupt' : 'stopped';
         if (entry.activeRun?.runId === runId) delete entry.activeRun;
         if (entry.abortRequested === runId) delete entry.abortRequested;
-        if (stopped) delete entry.stopRequested;
+        if (stopped) {
+          delete entry.stopRequested;
+          delete entry.stopReason;
+        }
         const remaining = queueOf(entry).filter((item) => !steered.has(item.runId) && item.claimedBy !== runId);
         // A stopped run takes what it had leased with it; otherwise they become followups.
         const dropped = stopped ? remaining.filter((item) => item.leasedBy === runId) : [];
@@ -119,12 +123,12 @@ export async function releaseSession(
           }
         }
         entry.updatedAt = now;
-        return { dropped };
+        return { dropped, reason };
       });
     } catch (err) {
       if (attempt >= 4) {
         process.emitWarning(`switchboard: could not release session ${ref.sessionKey} after run ${runId}: ${toSwitchboardError(err).message}`);
-        return { dropped: [] };
+        return { dropped: [], reason: 'stopped' };
       }
       await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
     }

@@ -463,8 +463,8 @@ export class LocalRun {
     this.finished = true;
     await this.leasing;
     if (this.writer !== undefined) await this.flushOutbox();
-    const { dropped } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds);
-    for (const item of dropped) this.emit(droppedEventOf(item, 'stopped'));
+    const { dropped, reason } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds);
+    for (const item of dropped) this.emit(droppedEventOf(item, reason));
     this.emit({ type: 'run_ended', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status: failure?.status ?? 'done' });
   }
 }

@@ -377,6 +377,7 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
     if (entry.abortRequested !== undefined || entry.stopRequested !== undefined) {
       delete entry.abortRequested;
       delete entry.stopRequested;
+      delete entry.stopReason;
       changed = true;
     }
     plan.kind = 'done';
@@ -405,7 +406,8 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
   const lane: LaneName = next.items.some((item) => item.kind === 'cron') ? 'cron' : 'main';
   entry.activeRun = { ...THIS_PROCESS, runId, sessionId: entry.sessionId, startedAt: now, lane, messages: items.map(carriedOf) };
   if (entry.abortRequested !== undefined) delete entry.abortRequested;
-  if (entry.stopRequested !== undefined) delete entry.stopRequested;
+  delete entry.stopRequested;
+  delete entry.stopReason;
   plan.kind = 'turn';
   plan.turn = { items, shape: next.shape, runId, lane, recheck: items.some((item) => item.orphanedFrom !== undefined) };
   return finish(plan, entry, true, now);

@@ -92,7 +92,7 @@ describe('case 13: work queued under the old sessionId after a reset', () => {
 });
 
 describe('case 19: FIFO across steer and followup', () => {
-  test('a steer message behind a waiting followup waits its turn; interrupt aborts the run but never overtakes waiting messages', async () => {
+  test('a steer message behind a waiting followup waits its turn; an interrupt supersedes what waits and runs next', async () => {
     const env = queueEnv(holdConfig());
     const live = new LiveIngest(env);
     live.send(alice('A'));
@@ -105,15 +105,17 @@ describe('case 19: FIFO across steer and followup', () => {
       alice('F', { runId: 'F', queue: { mode: 'followup' } }),
     );
     const results = await Promise.all([2, 3, 4, 5, 6].map((n) => live.result(n)));
-    // B is parked for the run; D behind the waiting C is not; E interrupts and queues behind.
+    // B is parked for the run; D behind the waiting C is not; E interrupts: stop and do this instead.
     assert.deepEqual(results.map((e) => e.disposition), ['steered', 'queued', 'queued', 'interrupted', 'queued']);
     const failed = await live.waitFor((e) => e.type === 'run_failed', 'the interrupted run');
     assert.equal(failed.runId, run.runId);
     releaseHolds(env);
     await live.finish();
-    assert.deepEqual(eventsOf(live.events, 'run_started').map((e) => e.runId), [run.runId, 'B', 'C', 'D', 'E', 'F']);
-    assert.deepEqual(eventsOf(live.events, 'reply').map((e) => e.text), ['hold: B', 'hold: C', 'hold: D', 'hold: E', 'hold: F']);
-    assert.deepEqual(shape(transcriptOf(env, KEY)).filter((l) => l.startsWith('user:')), ['user:A', 'user:B', 'user:C', 'user:D', 'user:E', 'user:F']);
+    // C and D waited and are superseded; B, taken by the aborted run, leaves with it. Each is reported.
+    assert.deepEqual(eventsOf(live.events, 'dropped').map((e) => [e.runId, e.reason]).sort(), [['B', 'interrupt'], ['C', 'interrupt'], ['D', 'interrupt']]);
+    assert.deepEqual(eventsOf(live.events, 'run_started').map((e) => e.runId), [run.runId, 'E', 'F']);
+    assert.deepEqual(eventsOf(live.events, 'reply').map((e) => e.text), ['hold: E', 'hold: F']);
+    assert.deepEqual(shape(transcriptOf(env, KEY)).filter((l) => l.startsWith('user:')), ['user:A', 'user:E', 'user:F']);
   });
 });
 
