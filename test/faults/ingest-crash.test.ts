@@ -120,9 +120,17 @@ async function crashLoop(asFile: boolean, tag: string): Promise<void> {
   assert.deepEqual(doubled, [], 'no message recorded twice');
   const missing = messages.filter((m) => (counts.get(m.id) ?? 0) !== 1).map((m) => m.id);
   assert.deepEqual(missing, [], 'every message recorded exactly once');
-  // The store is consistent afterwards: doctor finds nothing to repair in it.
+  // The store is consistent afterwards: doctor may find only what a kill is documented to leave
+  // behind (a dead holder's lock or release tombstone, a temp file, a pending journal), repairs
+  // it, and changes no record doing so.
+  const repair = await runCli(['doctor', '--repair', '--json', '--state-dir', stateDir]);
+  assert.equal(repair.code, 0, repair.stdout + repair.stderr);
+  for (const problem of JSON.parse(repair.stdout).stores[0].problems as { kind: string }[]) {
+    assert.ok(['stale-lock', 'lock-tombstone', 'temp-file', 'journal-pending'].includes(problem.kind), problem.kind);
+  }
   const doctor = await runCli(['doctor', '--json', '--state-dir', stateDir]);
   assert.equal(doctor.code, 0, doctor.stdout + doctor.stderr);
+  assert.deepEqual(recordedCounts(stateDir), counts, 'the repair changed no record');
 }
 
 test('SIGKILL loop over a live ingest stream, resending what was not acknowledged: 0 missing, 0 doubled', async () => {
