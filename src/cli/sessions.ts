@@ -99,7 +99,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
       .argument('<key-or-id>')
       .description('the conversation of the current instance; skipped damaged lines are reported on stderr')
       .option('--tail <n>', 'only the last N records')
-      .option('--follow', 'keep printing records as they are appended (Ctrl-C to stop)')
+      .option('--follow', 'keep printing records as they are appended, into the next instance after a reset, like tail -F (Ctrl-C to stop)')
       .option('--raw', 'print the JSONL lines as stored'),
   )
     .addHelpText('after', '\nExample:\n  $ switchboard sessions transcript agent:main:direct:alice --tail 20')

@@ -283,6 +283,8 @@ async function planRound(
   const failed = new Map<Addressed, unknown>();
   const now = ctx.clock.now();
   const nowWall = systemClock.now();
+  // Each stored row is shape-checked once per round, not once per message (the hot path).
+  const checked = new Set<string>();
   for (;;) {
     const effects: BatchEffects = { starts: [], aborts: [], observe: new Map(), drains: new Map() };
     const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait };
@@ -291,7 +293,8 @@ async function planRound(
       if (failed.has(item)) continue;
       try {
         // A hand-edited or foreign row of the wrong shape fails the lines addressed to it (STORE_CORRUPT), not the batch.
-        if (Object.hasOwn(store, item.sessionKey)) checkSessionEntry(location.storePath, item.sessionKey, store[item.sessionKey]);
+        if (!checked.has(item.sessionKey) && Object.hasOwn(store, item.sessionKey)) checkSessionEntry(location.storePath, item.sessionKey, store[item.sessionKey]);
+        checked.add(item.sessionKey);
         admitItem(store, item, env);
       } catch (err) {
         failed.set(item, err);
@@ -365,7 +368,11 @@ async function commitRound(
   const takenBack = new Set<string>();
   const lostItems = new Set<Addressed>();
   for (const work of works) {
-    if (!work.rebind) worksByKey.set(work.sessionKey, [...(worksByKey.get(work.sessionKey) ?? []), work]);
+    if (!work.rebind) {
+      const keyWorks = worksByKey.get(work.sessionKey);
+      if (keyWorks === undefined) worksByKey.set(work.sessionKey, [work]);
+      else keyWorks.push(work);
+    }
     else if (troubles.has(work)) {
       // An older instance's file that cannot be written fails its lines, nothing else.
       for (const item of work.items) {
