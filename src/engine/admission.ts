@@ -20,10 +20,12 @@ import {
   type PendingReset,
   type PlanMessage,
   type PlannedEntry,
+  type PlanContext,
   type QueueDirective,
   type QueueItem,
   type SessionPlan,
 } from '../policy/index.js';
+import { lookupIdentityLink } from '../routing/index.js';
 import { DELIVERY_MIRROR_MODEL, INJECTED_MODEL, transcriptOnlyMarks, type NewTranscriptEntry, type SessionEntry, type SessionStore, type StoreLocation } from '../store/index.js';
 import { transcriptNameFor, type EngineContext } from './context.js';
 import type { InboundMessage } from './message.js';
@@ -159,13 +161,25 @@ export function messageRecord(item: Addressed, text: string | undefined, now: nu
 }
 
 
-export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number) {
+export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number): PlanContext {
   return {
     sessionKey,
     session: ctx.config.session,
     now,
     newSessionId: randomUUID,
     transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
+    ...deliveryContextFor(ctx, sessionKey),
+  };
+}
+
+/** What the delivery rule needs to know of a session: is its address shared, who is linked to whom. */
+export function deliveryContextFor(ctx: EngineContext, sessionKey: string): Pick<PlanContext, 'sharedAddress' | 'identityOf'> {
+  // The agent's main session is where DMs of several senders meet (dmScope "main"; also a
+  // peerless or groupScope "main" message): its address belongs to one owner.
+  const rest = /^agent:[^:]+:(.+)$/.exec(sessionKey)?.[1];
+  return {
+    sharedAddress: rest === ctx.table.mainKey,
+    identityOf: (channel: string, peerId: string) => lookupIdentityLink(ctx.table.identityLinks, channel, peerId)?.canonical,
   };
 }
 
@@ -377,7 +391,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   const control = isUser ? parseControlCommand(plan.text) : null;
   const directive = isUser && control === null && plan.text !== undefined ? parseQueueDirective(plan.text) : NO_DIRECTIVE;
   if (control !== null || (directive.found && (directive.directiveOnly || directive.errors.length > 0))) {
-    const deliveryContext = entry.deliveryContext ?? null;
+    // Answered where the command came from.
+    const deliveryContext = plan.replyTo ?? null;
     // /send is answered under the setting it replaces (turning sending off still confirms it).
     const before = control?.kind === 'send' ? entry.sendPolicy : undefined;
     const text = runCommand(entry, item, env, { control, directive }, events);
@@ -466,7 +481,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
         sessionFile: fileOf(entry),
         lane,
         text: runMessageText(item, text),
-        deliveryContext: entry.deliveryContext,
+        deliveryContext: plan.replyTo ? { ...plan.replyTo } : undefined,
       });
       break;
     }
@@ -506,7 +521,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       if (message.route.threadId) queued.threadId = message.route.threadId;
       if (message.timestamp !== undefined) queued.timestamp = message.timestamp;
       if (message.cronJobId) queued.cronJobId = message.cronJobId;
-      if (entry.deliveryContext) queued.deliveryContext = { ...entry.deliveryContext };
+      // Answered on the route it came from (proactive output: the session's address).
+      if (plan.replyTo) queued.deliveryContext = { ...plan.replyTo };
       let waiting = queue;
       if (queued.mode === 'interrupt' && !deferredCommand) {
         // "Stop and do this instead": what was waiting is superseded, each item reported (never
