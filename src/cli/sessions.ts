@@ -1,4 +1,4 @@
-// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, delete) and the
+// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, pin-route, delete) and the
 // `switchboard reset` shortcut: inspecting and changing session instances.
 
 import type { Command } from 'commander';
@@ -8,6 +8,7 @@ import { followTranscript, messageContentText, pause, readTranscript, type Trans
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
 import { registerCleanupCommand } from './maintenance.js';
+import { registerPinRouteCommands } from './pin-route.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 
@@ -118,6 +119,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   addSelectionFlags(sessions.command('unpin').argument('<key-or-id>').description('let maintenance treat this session normally again'))
     .addHelpText('after', '\nExample:\n  $ switchboard sessions unpin agent:main:main')
     .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, false)));
+  registerPinRouteCommands(sessions, hooks, { addSelectionFlags, selectionOf });
   addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
     .addHelpText('after', '\nAsks first on a terminal (--yes skips); never asks in a pipe or from cron.\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run')
     .action(hooks.action((ctx: CliContext, keys: string[]) => runDelete(ctx, keys)));

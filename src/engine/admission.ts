@@ -13,6 +13,7 @@ import {
   parseControlCommand,
   parseQueueDirective,
   planAdmission,
+  sameDeliveryRoute,
   planSessionMessage,
   resolveQueueSettings,
   splitByInstance,
@@ -399,7 +400,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     const policy = evaluateSendPolicy(
       {
         sessionKey: key,
-        channel: entry.channel ?? item.message.route.channel,
+        channel: deliveryContext?.channel ?? entry.channel ?? item.message.route.channel,
         chatType: entry.chatType ?? null,
         entryOverride: control?.kind === 'send' ? (before ?? null) : (entry.sendPolicy ?? null),
       },
@@ -449,6 +450,9 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     pendingReset: entry.pendingReset !== undefined,
     resetTrigger: deferredCommand,
     canStart: !env.noWait,
+    activeRunElsewhere:
+      entry.activeRun?.deliveryContext !== undefined &&
+      !sameDeliveryRoute({ channel: entry.activeRun.deliveryContext.channel, deliveryContext: entry.activeRun.deliveryContext }, { channel: item.message.route.channel, deliveryContext: plan.replyTo ? { ...plan.replyTo } : undefined }),
   });
   const droppedEvent = (reason: DroppedEvent['reason'], drop?: string): DroppedEvent => {
     const event: DroppedEvent = { type: 'dropped', runId: item.runId, sessionKey: key, sessionId: pinned, reason, requester: requesterOf(item.message), messageId: item.message.messageId ?? null };
@@ -467,6 +471,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       // The run names what it carries, so a run_failed for a dead holder can name the message.
       const carried = carriedOf({ runId: item.runId, messageId: item.message.messageId });
       entry.activeRun = { ...THIS_PROCESS, runId: item.runId, sessionId: entry.sessionId, startedAt: now, lane, messages: [carried] };
+      if (plan.replyTo) entry.activeRun.deliveryContext = { ...plan.replyTo };
       if (!entry.queueOwner || !isThisProcess(entry.queueOwner)) entry.queueOwner = ownerRecord(now);
       delete entry.abortRequested;
       outcome.before = takeOutbox(entry);

@@ -396,7 +396,8 @@ export class LocalRun {
     const policy = evaluateSendPolicy(
       {
         sessionKey: turn.ref.sessionKey,
-        channel: entry?.channel ?? (deliveryContext?.channel as string | undefined) ?? null,
+        // The channel the reply goes out on: a rule denying Slack stops a Slack reply of a linked session.
+        channel: (deliveryContext?.channel as string | undefined) ?? entry?.channel ?? null,
         chatType: entry?.chatType ?? null,
         entryOverride: entry?.sendPolicy ?? null,
       },

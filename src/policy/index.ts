@@ -133,6 +133,7 @@ export {
 
 export {
   planAdmission,
+  sameDeliveryRoute,
   enqueueItem,
   planNextTurn,
   splitByInstance,

@@ -273,6 +273,13 @@ export function messageAddress(message: Pick<PlanMessage, 'channel' | 'accountId
   return address;
 }
 
+function wellFormedOwner(owner: unknown): DeliveryOwner | undefined {
+  if (owner === null || typeof owner !== 'object') return undefined;
+  const { channel, peer } = owner as { channel?: unknown; peer?: { kind?: unknown; id?: unknown } };
+  const ok = typeof channel === 'string' && peer !== null && typeof peer === 'object' && typeof peer.kind === 'string' && typeof peer.id === 'string';
+  return ok ? (owner as DeliveryOwner) : undefined;
+}
+
 /** The same sender: same channel and peer, or peers linked to one identity (session.identityLinks). */
 export function isOwnerMessage(owner: DeliveryOwner, message: Pick<PlanMessage, 'channel' | 'peer'>, identityOf?: PlanContext['identityOf']): boolean {
   const peer = message.peer;
@@ -296,7 +303,8 @@ export function isOwnerMessage(owner: DeliveryOwner, message: Pick<PlanMessage, 
 export function planDelivery(entry: Pick<PlannedEntry, 'deliveryContext' | 'deliveryOwner'> | undefined, message: Pick<PlanMessage, 'kind' | 'channel' | 'accountId' | 'peer' | 'threadId'>, ctx: Pick<PlanContext, 'sharedAddress' | 'identityOf'>): DeliveryPlan {
   const own = messageAddress(message);
   const current = entry?.deliveryContext;
-  const owner = entry?.deliveryOwner;
+  // A hand-edited owner without a usable peer names nobody (doctor reports it against the schema).
+  const owner = wellFormedOwner(entry?.deliveryOwner);
   if (message.kind !== 'user') {
     const first = current === undefined && own !== undefined;
     const replyTo = current ?? own;
