@@ -300,6 +300,7 @@ export class LocalRun {
         agentId: turn.ref.agentId,
         transcriptPath: incognito ? '' : turn.transcript, // an incognito transcript is not a file
         messages: turn.messages,
+        deliveryContext: turn.deliveryContext ?? null,
       });
       this.handle = handle;
       if (this.abortReason !== undefined) handle.abort(this.abortReason);

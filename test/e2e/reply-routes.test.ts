@@ -105,6 +105,13 @@ describe('the Alice scenario with a runner (identity-linked Slack and Telegram D
   });
 });
 
+test('the runner is told where its reply goes: the run line carries the triggering route', async () => {
+  // `cat` echoes its run line back as the reply.
+  const env = queueEnv(config({ dmScope: 'per-peer' }, { command: ['cat'] }));
+  const events = await oneByOne(env, [{ ...ALICE_TG, text: 'hi' }, { ...ALICE_SLACK, text: 'hi again' }]);
+  assert.deepEqual(eventsOf(events, 'reply').map((e) => JSON.parse(e.text).deliveryContext), [TO_ALICE_TG, TO_ALICE_SLACK]);
+});
+
 describe('dmScope "main": the first DM peer owns the address', () => {
   test('a second DM sender is answered on its own route but never moves the owner\'s address; a heartbeat goes to the owner', async () => {
     const env = queueEnv(config({ dmScope: 'main' }));
