@@ -218,7 +218,7 @@ export function renderExplanation(explanation: RouteExplanation, input: RouteInp
   if (derivation.threadSuffix) keyRows.push(`thread suffix: ${derivation.threadSuffix}`);
   keyRows.push(`mainKey: ${derivation.mainKey} → ${route.mainSessionKey}`);
   keyRows.push(`sessionKey: ${paint.cyan(route.sessionKey)}`);
-  keyRows.push(`lastRoutePolicy: ${route.lastRoutePolicy}${route.lastRoutePolicy === 'main' ? ' (this message updates the main session\'s last route)' : ' (this message updates its own session\'s last route)'}`);
+  keyRows.push(`lastRoutePolicy: ${route.lastRoutePolicy}${route.lastRoutePolicy === 'main' ? ' (the main session: only its owner moves its last route, see "session address")' : ' (this message updates its own session\'s last route)'}`);
   keyRows.forEach((row, i) => lines.push(`${i === keyRows.length - 1 ? '└─' : '├─'} ${row}`));
   lines.push('');
   lines.push(paint.bold('session instance'));

@@ -183,7 +183,8 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
     ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
     // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).
-    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
+    // The session's address (cron/heartbeat output); each message is answered on its own route.
+    ['address', entry.deliveryContext ? `${entry.deliveryContext.to} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}${entry.deliveryOwner?.peer ? `, owner ${entry.deliveryOwner.channel}:${entry.deliveryOwner.peer.kind}:${entry.deliveryOwner.peer.id}${entry.deliveryOwner.pinned ? ' (pinned)' : ''}` : ''}` : '-'],
     ['model', entry.modelOverride ?? entry.model ?? '-'],
     ['pinned', entry.pinned ? 'yes' : 'no'],
     ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
