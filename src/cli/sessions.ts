@@ -7,7 +7,7 @@ import { deleteSession, findSession, listSessions, resetSession, setPinned, show
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
-import { registerCleanupCommand } from './maintenance.js';
+import { registerCleanupCommand } from './cleanup-and-maintain.js';
 import { registerPinRouteCommands } from './pin-route.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
