@@ -1,4 +1,4 @@
-// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, delete) and the
+// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, pin-route, delete) and the
 // `switchboard reset` shortcut: inspecting and changing session instances.
 
 import type { Command } from 'commander';
@@ -8,6 +8,7 @@ import { followTranscript, messageContentText, pause, readTranscript, type Trans
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
 import { registerCleanupCommand } from './cleanup-and-maintain.js';
+import { registerPinRouteCommands } from './pin-route.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 
@@ -118,6 +119,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   addSelectionFlags(sessions.command('unpin').argument('<key-or-id>').description('let maintenance treat this session normally again'))
     .addHelpText('after', '\nExample:\n  $ switchboard sessions unpin agent:main:main')
     .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, false)));
+  registerPinRouteCommands(sessions, hooks, { addSelectionFlags, selectionOf });
   addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
     .addHelpText('after', '\nAsks first on a terminal (--yes skips); never asks in a pipe or from cron.\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run')
     .action(hooks.action((ctx: CliContext, keys: string[]) => runDelete(ctx, keys)));
@@ -181,8 +183,9 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
     ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
     // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).
+    // The session's address (cron/heartbeat output); each message is answered on its own route.
     // OpenClaw leaves `to` out until it has a target (a Telegram group it only recorded).
-    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to ?? '(no target yet)'} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
+    ['address', entry.deliveryContext ? `${entry.deliveryContext.to ?? '(no target yet)'} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}${entry.deliveryOwner?.peer ? `, owner ${entry.deliveryOwner.channel}:${entry.deliveryOwner.peer.kind}:${entry.deliveryOwner.peer.id}${entry.deliveryOwner.pinned ? ' (pinned)' : ''}` : ''}` : '-'],
     ['model', entry.modelOverride ?? entry.model ?? '-'],
     ['pinned', entry.pinned ? 'yes' : 'no'],
     ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
