@@ -71,6 +71,7 @@ import {
 } from '../store/index.js';
 import { knownAgentIds, sessionLockOptions, storeFor, type EngineContext } from './context.js';
 import { selectStores, transcriptFileOf, type StoreSelection } from './sessions.js';
+import { sharedDmWarnings } from './shared-dm.js';
 
 // ---------------------------------------------------------------------------------------------
 // The report
@@ -227,6 +228,7 @@ export async function runDoctor(ctx: EngineContext, options: DoctorOptions = {})
   for (const location of await doctorStores(ctx, options)) {
     stores.push(await new StoreDoctor(ctx, location, repair).run());
   }
+  warnings.push(...(await sharedDmWarnings(ctx, stores)));
   const problems = stores.flatMap((store) => store.problems);
   const byKind: Partial<Record<DoctorProblemKind, number>> = {};
   for (const problem of problems) byKind[problem.kind] = (byKind[problem.kind] ?? 0) + 1;

@@ -5,6 +5,7 @@ import { evaluateFreshness, evaluateSendPolicy, resetPolicyFor, resolveQueueSett
 import { explainRoute, type RouteExplanation, type ResolvedRoute, type RouteInput } from '../routing/index.js';
 import { readSessionStore } from '../store/index.js';
 import { storeFor, type EngineContext } from './context.js';
+import { routeSharedDmWarning } from './shared-dm.js';
 
 export interface SessionSection {
   sessionId?: string;
@@ -55,7 +56,8 @@ export interface FullExplanation extends InstanceAndTime {
 export async function explainFully(ctx: EngineContext, input: RouteInput): Promise<FullExplanation> {
   const explanation = explainRoute(ctx.table, input);
   const more = await explainInstanceAndTime(ctx, explanation.route, input);
-  return { explanation, ...more, warnings: [...ctx.table.warnings] };
+  const sharedDm = await routeSharedDmWarning(ctx, explanation.route, input);
+  return { explanation, ...more, warnings: [...ctx.table.warnings, ...(sharedDm !== null ? [sharedDm] : [])] };
 }
 
 /** The `route explain --json` shape (cli.md), shared by the command and the socket op. */

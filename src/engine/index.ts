@@ -13,6 +13,7 @@ export {
   setPinned,
   deleteSession,
   transcriptFileOf,
+  tokenCountsOf,
   type StoreSelection,
   type SessionRow,
   type SessionListing,
@@ -20,6 +21,8 @@ export {
   type SessionDetails,
   type ResetOutcome,
 } from './sessions.js';
+export { sessionHistory, instanceHistory, findInstance, type SessionHistory, type InstanceRecord, type FoundInstance } from './history.js';
+export { sharedDmWarnings, routeSharedDmWarning } from './shared-dm.js';
 export { explainInstanceAndTime, explainFully, explanationJson, type InstanceAndTime, type SessionSection, type FullExplanation } from './explain.js';
 export {
   cleanupSessions,
