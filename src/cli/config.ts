@@ -26,7 +26,7 @@ export function registerConfigCommands(program: Command, hooks: ProgramHooks): v
 
   config
     .command('validate')
-    .description('check the config file: syntax, schema (with JSON paths), bindings to unknown agents; warn about unknown keys')
+    .description('check the config file: syntax, schema (with JSON paths), bindings to unknown agents; warn about unknown keys and DM sessions several senders share')
     .addHelpText('after', '\nExample:\n  $ switchboard config validate --config examples/switchboard.json5 && echo ok')
     .action(hooks.action((ctx: CliContext) => runValidate(ctx)));
 }

@@ -53,7 +53,7 @@ function parseGroup(value: unknown): ConversationLabels | undefined {
 function parseLineage(obj: Record<string, unknown>): InboundMessage['lineage'] {
   const lineage: NonNullable<InboundMessage['lineage']> = {};
   const parent = optionalString(obj, 'parentSessionKey')?.trim().toLowerCase();
-  if (parent !== undefined && parent !== '') {
+  if (parent !== undefined) {
     if (!FULL_SESSION_KEY.test(parent)) fail('parentSessionKey', 'must be a full session key agent:<agentId>:<rest>');
     lineage.parentSessionKey = parent;
   }
