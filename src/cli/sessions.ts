@@ -21,7 +21,7 @@ import {
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
-import { registerCleanupCommand } from './maintenance.js';
+import { registerCleanupCommand } from './cleanup-and-maintain.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 

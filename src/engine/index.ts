@@ -49,7 +49,7 @@ export {
   type RemovalCandidate,
   type RemovalOutcome,
   type ApplyOutcome,
-} from './maintenance.js';
+} from './session-cleanup.js';
 export {
   runMaintain,
   type MaintainOptions,
@@ -61,7 +61,7 @@ export {
   type ResetDone,
   type ResetDeferred,
   type CronRemoval,
-} from './maintain.js';
+} from './housekeeping.js';
 export {
   runDoctor,
   type DoctorOptions,
@@ -71,7 +71,7 @@ export {
   type DoctorProblemKind,
   type DoctorChange,
   type DoctorChangeAction,
-} from './doctor.js';
+} from './doctor/index.js';
 export {
   configureQueue,
   waitForQueueWork,

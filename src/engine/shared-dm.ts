@@ -1,5 +1,6 @@
 // Where the shared-DM privacy rule (policy/shared-dm.ts) meets the store: `config validate` and
-// `doctor` check every session of the selected stores, `route explain` the route it explains.
+// `doctor` (its step in doctor/shared-dm.ts) check every session of the stores, `route explain`
+// the route it explains.
 
 import { sharedDmWarning } from '../policy/index.js';
 import type { ResolvedRoute, RouteInput } from '../routing/index.js';
@@ -14,17 +15,21 @@ async function readOrEmpty(storePath: string): Promise<SessionStore> {
   }
 }
 
-/** One warning per session that several DM senders share under the config's `dmScope: "main"`. */
-export async function sharedDmWarnings(ctx: EngineContext, locations: StoreLocation[] = knownAgentIds(ctx).map((id) => storeFor(ctx, id))): Promise<string[]> {
+/** One warning per session of `store` that several DM senders share under the config's `dmScope: "main"`. */
+export function storeSharedDmWarnings(ctx: EngineContext, store: SessionStore): string[] {
   const dmScope = ctx.config.session?.dmScope;
   const warnings: string[] = [];
-  for (const location of locations) {
-    const store = await readOrEmpty(location.storePath);
-    for (const [key, entry] of Object.entries(store)) {
-      const warning = sharedDmWarning({ dmScope, sessionKey: key, senders: (entry as { dmSenders?: unknown }).dmSenders });
-      if (warning !== null) warnings.push(warning.message);
-    }
+  for (const [key, entry] of Object.entries(store)) {
+    const warning = sharedDmWarning({ dmScope, sessionKey: key, senders: (entry as { dmSenders?: unknown }).dmSenders });
+    if (warning !== null) warnings.push(warning.message);
   }
+  return warnings;
+}
+
+/** The same for every session of the given stores (the configured agents' by default): `config validate`. */
+export async function sharedDmWarnings(ctx: EngineContext, locations: StoreLocation[] = knownAgentIds(ctx).map((id) => storeFor(ctx, id))): Promise<string[]> {
+  const warnings: string[] = [];
+  for (const location of locations) warnings.push(...storeSharedDmWarnings(ctx, await readOrEmpty(location.storePath)));
   return warnings;
 }
 

@@ -28,7 +28,9 @@ test('two DM senders in the main session: validate, doctor and explain warn, nam
   const doctor = await runCli(['doctor', '--json', '--state-dir', stateDir]);
   assert.equal(doctor.code, 0, 'a privacy warning is not a store problem');
   const report = JSON.parse(doctor.stdout);
-  assert.ok(report.config.warnings.some((w: string) => /2 DM senders share agent:main:main.*Alice.*Bob/.test(w)), doctor.stdout);
+  assert.equal(report.ok, true);
+  const main = report.stores.find((s: { agentId: string }) => s.agentId === 'main');
+  assert.ok(main.warnings.some((w: string) => /2 DM senders share agent:main:main.*Alice.*Bob/.test(w)), doctor.stdout);
   const doctorText = await runCli(['doctor', '--state-dir', stateDir]);
   assert.match(doctorText.stdout, /warning: .*DM senders share/);
 
