@@ -222,7 +222,8 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
     ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
     // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).
-    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
+    // OpenClaw leaves `to` out until it has a target (a Telegram group it only recorded).
+    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to ?? '(no target yet)'} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
     ['labels', labelsLine(entry)],
     ['first sender', senderLine(entry.origin)],
     // Sub-agent lineage (OpenClaw also names the parent as `spawnedBy`): only sub-agents have it.
@@ -267,10 +268,10 @@ function tokensLine(counts: ReturnType<typeof tokenCountsOf>): string {
   return parts.join(', ');
 }
 
-/** One readable line per record: time, who, text. */
-function renderRecord(record: TranscriptRecord): string {
+/** One readable line per record: time, who, text. `key`: the session asked for (OpenClaw's headers name none). */
+function renderRecord(record: TranscriptRecord, key: string): string {
   const time = typeof record.timestamp === 'string' ? record.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
-  if (record.type === 'session') return `── session ${String(record.id)} (${String(record.sessionKey ?? '')}) started ${time}`;
+  if (record.type === 'session') return `── session ${String(record.id)} (${typeof record.sessionKey === 'string' ? record.sessionKey : key}) started ${time}`;
   if (record.type === 'message') {
     const message = (record.message ?? {}) as { role?: string; content?: unknown; sender?: { name?: string; id?: string }; channel?: string; model?: string };
     const text = messageContentText(message.content);
@@ -315,16 +316,16 @@ async function runHistory(ctx: CliContext, key: string): Promise<number> {
 }
 
 /** The transcript to print: the current instance of a key or id, else an archived instance by its id. */
-async function transcriptTarget(ctx: CliContext, key: string): Promise<{ details: SessionDetails | null; file: string }> {
+async function transcriptTarget(ctx: CliContext, key: string): Promise<{ details: SessionDetails | null; file: string; key: string }> {
   const engine = await ctx.engine();
   try {
     const details = await showSession(engine, key, selectionOf(ctx));
-    return { details, file: details.transcriptPath };
+    return { details, file: details.transcriptPath, key: details.key };
   } catch (err) {
     if (!(err instanceof SwitchboardError && err.code === 'NOT_FOUND')) throw err;
     const instance = await findInstance(engine, key.trim(), selectionOf(ctx));
     if (instance === null) throw err;
-    return { details: null, file: instance.file };
+    return { details: null, file: instance.file, key: instance.sessionKey ?? '' };
   }
 }
 
@@ -337,7 +338,7 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
   const tail = flags.tail !== undefined ? positiveInt(flags.tail, '--tail') : undefined;
   const print = (record: TranscriptRecord) => {
     if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
-    else ctx.streams.stdout.write(`${renderRecord(record)}\n`);
+    else ctx.streams.stdout.write(`${renderRecord(record, target.key)}\n`);
   };
   const reader = readTranscript(target.file);
   const kept: TranscriptRecord[] = [];

@@ -19,7 +19,7 @@ export interface PlannedEntry {
   accountId?: string;
   displayName?: string;
   origin?: Record<string, unknown>;
-  deliveryContext?: { channel: string; to: string; accountId?: string; threadId?: string };
+  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
   model?: string;
   modelOverride?: string;
   recentMessageIds?: RecentMessageIds;
@@ -251,15 +251,16 @@ function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, cr
 const KIND_PREFIXED_CHANNELS = new Set(['discord', 'slack', 'msteams', 'mattermost', 'googlechat']);
 
 /**
- * A peer as OpenClaw writes a delivery target: Telegram chats are `telegram:<chatId>`; on
+ * A peer as OpenClaw writes a delivery target: Telegram chats are `telegram:<chatId>` (a forum
+ * topic `telegram:<chatId>:topic:<threadId>`); on
  * Discord, Slack, Teams, Mattermost and Google Chat a direct peer is `user:<id>` and a group or
  * channel `channel:<id>` (OpenClaw's Discord code reads a bare numeric id as a channel); other
  * channels take the bare id.
  */
 export function deliveryTarget(channel: string, peer: { kind: string; id: string }): string {
-  // A forum topic's peer is `<chatId>:topic:<threadId>`; its target is the chat (the thread id
-  // travels beside it, as `threadId`).
-  if (channel === 'telegram') return `telegram:${peer.id.split(':topic:')[0]}`;
+  // A forum topic's peer is `<chatId>:topic:<threadId>`, and OpenClaw's Telegram code addresses
+  // it as `telegram:<chatId>:topic:<threadId>` (with `threadId` beside it as well).
+  if (channel === 'telegram') return `telegram:${peer.id}`;
   if (KIND_PREFIXED_CHANNELS.has(channel)) return `${peer.kind === 'direct' ? 'user' : 'channel'}:${peer.id}`;
   return peer.id;
 }
