@@ -140,6 +140,8 @@ export function planMessageOf(item: Addressed): PlanMessage {
     peer: message.route.peer,
     parentPeer: message.route.parentPeer,
     threadId: message.route.threadId,
+    ...(message.group ? { group: message.group } : {}),
+    ...(message.lineage ? { lineage: message.lineage } : {}),
   };
 }
 

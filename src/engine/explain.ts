@@ -6,6 +6,7 @@ import { explainRoute, type RouteExplanation, type ResolvedRoute, type RouteInpu
 import { readSessionStore } from '../store/index.js';
 import { deliveryContextFor } from './admission.js';
 import { storeFor, type EngineContext } from './context.js';
+import { routeSharedDmWarning } from './shared-dm.js';
 
 export interface SessionSection {
   sessionId?: string;
@@ -83,7 +84,8 @@ export interface FullExplanation extends InstanceAndTime {
 export async function explainFully(ctx: EngineContext, input: RouteInput): Promise<FullExplanation> {
   const explanation = explainRoute(ctx.table, input);
   const more = await explainInstanceAndTime(ctx, explanation.route, input);
-  return { explanation, ...more, warnings: [...ctx.table.warnings] };
+  const sharedDm = await routeSharedDmWarning(ctx, explanation.route, input);
+  return { explanation, ...more, warnings: [...ctx.table.warnings, ...(sharedDm !== null ? [sharedDm] : [])] };
 }
 
 /** The `route explain --json` shape (cli.md), shared by the command and the socket op. */

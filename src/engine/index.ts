@@ -13,6 +13,7 @@ export {
   setPinned,
   deleteSession,
   transcriptFileOf,
+  tokenCountsOf,
   type StoreSelection,
   type SessionRow,
   type SessionListing,
@@ -21,6 +22,8 @@ export {
   type ResetOutcome,
 } from './sessions.js';
 export { pinDeliveryRoute, type PinRouteOutcome } from './delivery-owner.js';
+export { sessionHistory, instanceHistory, findInstance, type SessionHistory, type InstanceRecord, type FoundInstance } from './history.js';
+export { sharedDmWarnings, routeSharedDmWarning } from './shared-dm.js';
 export { explainInstanceAndTime, explainFully, explanationJson, type InstanceAndTime, type SessionSection, type FullExplanation } from './explain.js';
 export {
   cleanupSessions,

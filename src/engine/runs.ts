@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
-import { carriedOf, evaluateSendPolicy, parkedPrefix, type CarriedMessage, type LaneName, type QueueDeliveryContext, type QueueItem } from '../policy/index.js';
+import { applyUsageReport, carriedOf, evaluateSendPolicy, parkedPrefix, type UsageReport, type CarriedMessage, type LaneName, type QueueDeliveryContext, type QueueItem } from '../policy/index.js';
 import { startRun, type RunEndEvent, type RunEvent, type RunHandle, type RunMessage, type RunnerSpec } from '../runner/index.js';
 import {
   DELIVERY_MIRROR_MODEL,
@@ -362,8 +362,28 @@ export class LocalRun {
       case 'reply':
         await this.deliver(event.text, at);
         return;
+      case 'usage':
+        await this.recordUsage(event.usage, timestamp);
+        return;
       default:
         return; // hello, stderr: nothing to record
+    }
+  }
+
+  /**
+   * A usage report: recorded first (a `custom` record, customType `usage`), then copied onto the
+   * entry (model, token counts) if the entry still names this run's instance.
+   */
+  private async recordUsage(usage: UsageReport, timestamp: string): Promise<void> {
+    const turn = this.turn;
+    if (!(await this.writer!.append([{ type: 'custom', timestamp, customType: 'usage', data: { runId: turn.runId, ...usage } }]))) return;
+    try {
+      await updateStore(this.ctx, this.location, (store) => {
+        const entry = store[turn.ref.sessionKey];
+        if (entry !== undefined && entry.sessionId === turn.sessionId && applyUsageReport(entry, usage)) entry.updatedAt = this.ctx.clock.now();
+      });
+    } catch {
+      // The record is on disk; the entry's copy is only a summary, refreshed by the next report.
     }
   }
 

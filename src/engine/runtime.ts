@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, toSwitchboardError } from '../core/index.js';
 import {
   carriedOf,
+  clearInstanceUsage,
   collectPrompt,
   planNextTurn,
   singleSender,
@@ -351,6 +352,7 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
       entry.sessionId = pending.newSessionId;
       entry.sessionFile = pending.newSessionFile;
       entry.sessionStartedAt = now;
+      clearInstanceUsage(entry);
       if (pending.model) entry.model = entry.modelOverride = pending.model;
       delete entry.pendingReset;
       changed = true;

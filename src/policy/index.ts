@@ -172,3 +172,6 @@ export {
   type SendSetting,
   type ControlCommand,
 } from './queue-plan.js';
+export { applyUsageReport, clearInstanceUsage, type UsageReport } from './usage.js';
+export { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
+export { DM_SENDERS_KEPT, describeDmSender, noteDmSender, sharedDmWarning, type DmSender, type DmMessage, type SharedDmWarning } from './shared-dm.js';

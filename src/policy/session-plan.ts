@@ -2,6 +2,9 @@
 // (command, daily, idle, cron run) and which event moves which timestamp. Pure: no I/O, no clock.
 
 import type { SessionConfig } from '../config/types.js';
+import { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
+import { noteDmSender } from './shared-dm.js';
+import { clearInstanceUsage } from './usage.js';
 import { evaluateFreshness, parseResetTrigger, resolveResetPolicy, resolveResetTriggers, sessionTypeFor, type ResetPolicy } from './reset.js';
 
 /** The entry fields this planner reads and writes; other fields pass through untouched. */
@@ -59,6 +62,8 @@ export interface PlanMessage {
   peer?: { kind: string; id: string };
   parentPeer?: { kind: string; id: string };
   threadId?: string;
+  group?: LabelledMessage['group'];
+  lineage?: LabelledMessage['lineage'];
 }
 
 export type RotationReason = 'daily' | 'idle' | 'command' | 'cron';
@@ -172,7 +177,7 @@ export function forgetMessageId(ids: RecentMessageIds | undefined, id: string): 
  */
 export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 'newSessionId' | 'transcriptName'>, threadId: string | undefined): PlannedEntry {
   const sessionId = ctx.newSessionId();
-  return {
+  const next: PlannedEntry = {
     ...entry,
     sessionId,
     sessionFile: ctx.transcriptName(sessionId, threadId),
@@ -180,6 +185,8 @@ export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 
     lastInteractionAt: ctx.now,
     updatedAt: ctx.now,
   };
+  clearInstanceUsage(next);
+  return next;
 }
 
 /** Plans the effect of one message on its session entry (undefined entry = a new address). */
@@ -237,6 +244,8 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
 
   const delivery = planDelivery(entry, message, ctx);
   applyMessage(entry, message, now, created, delivery);
+  applyMessageLabels(entry, message, created);
+  noteDmSender(entry, message, ctx.sessionKey);
   return { entry, rotation, created, duplicate: false, text, commandOnly, replyTo: delivery.replyTo };
 }
 

@@ -44,6 +44,7 @@ import { checkNonRegular } from './links.js';
 import { checkLocks, checkTombstones } from './locks.js';
 import { checkOrphans } from './orphans.js';
 import { checkStoreFile } from './registry.js';
+import { checkSharedDm } from './shared-dm.js';
 import type { DoctorOptions, DoctorProblemKind, DoctorReport, DoctorStoreReport } from './report.js';
 import { StoreCheck } from './store-check.js';
 import { checkTempFiles } from './temp-files.js';
@@ -71,6 +72,7 @@ const STEPS: readonly DoctorStep[] = [
   { what: 'check the transcripts', run: checkTranscripts },
   { what: 'check for orphaned transcripts', needsStore: true, run: checkOrphans },
   { what: 'check the entries', needsStore: true, run: checkEntries },
+  { what: 'check for DM sessions several senders share', needsStore: true, run: checkSharedDm },
 ];
 
 /** Checks (and with `repair`, fixes) the selected stores; never throws for a damaged store. */

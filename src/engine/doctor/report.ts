@@ -99,6 +99,8 @@ export interface DoctorStoreReport {
   transcripts: number;
   problems: DoctorProblem[];
   changes: DoctorChange[];
+  /** Findings that are not problems and leave the exit status alone (sessions several DM senders share under dmScope "main"). */
+  warnings: string[];
 }
 
 export interface DoctorReport {

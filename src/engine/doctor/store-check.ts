@@ -61,6 +61,7 @@ export class StoreCheck {
       transcripts: 0,
       problems: [],
       changes: [],
+      warnings: [],
     };
     this.staleMs = ctx.config.session?.writeLock?.staleMs;
   }
