@@ -49,6 +49,8 @@ export {
 } from './session-cleanup.js';
 export {
   runMaintain,
+  maintainEveryMs,
+  purgeIncognitoArchives,
   type MaintainOptions,
   type MaintainReport,
   type MaintainResult,
@@ -59,6 +61,7 @@ export {
   type ResetDeferred,
   type CronRemoval,
 } from './housekeeping.js';
+export { keepCapsOnWrite } from './cleanup-on-write.js';
 export {
   runDoctor,
   type DoctorOptions,

@@ -91,6 +91,7 @@ export {
 export {
   resolveMaintenanceSettings,
   resolveCronRetentionMs,
+  resolveMaintainEveryMs,
   planCleanup,
   planDueResets,
   planCronRetention,

@@ -318,6 +318,33 @@ interface StoreQueue {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+/**
+ * Work the owner of a store does on every write of it, inside the same lock+read+write, on the
+ * batch's result: maintenance in enforce mode removes entries here (as OpenClaw does on every
+ * store save). It returns what to do once the write is over (archive what it removed, let go of
+ * the locks it took) — `written` says whether its removals reached the file — or null.
+ */
+export type StoreUpkeep = (store: SessionStore, tx: StoreTransaction) => Promise<StoreUpkeepFinish | null>;
+export type StoreUpkeepFinish = (written: boolean) => Promise<void>;
+
+/** Which upkeep (if any) a store gets: set once by the engine; store/ knows no policy. */
+let upkeepProvider: ((storePath: string) => StoreUpkeep | null) | null = null;
+
+export function setStoreUpkeepProvider(provider: ((storePath: string) => StoreUpkeep | null) | null): void {
+  upkeepProvider = provider;
+}
+
+/** Upkeep is best effort: a failure leaves the batch as its callers made it (the schedule catches up). */
+async function startUpkeep(storePath: string, store: SessionStore, tx: StoreTransaction): Promise<StoreUpkeepFinish | null> {
+  const upkeep = upkeepProvider?.(storePath) ?? null;
+  if (upkeep === null) return null;
+  try {
+    return await upkeep(store, tx);
+  } catch {
+    return null;
+  }
+}
+
 const queues = new Map<string, StoreQueue>();
 const statsByStore = new Map<string, SessionStoreStats>();
 /** Which store a mutator is running for: a nested update of the same store would wait forever. */
@@ -474,20 +501,27 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
         },
       };
       const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch, tx);
-      const nextText = serializeSessionStore(store);
-      const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
-      if (unchanged) {
-        stats.unchangedBatches += 1;
-        if (journalToClear) await clearJournal(storePath);
+      const finishUpkeep = await startUpkeep(storePath, store, tx);
+      let written = false;
+      try {
+        const nextText = serializeSessionStore(store);
+        const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
+        if (unchanged) {
+          stats.unchangedBatches += 1;
+          if (journalToClear) await clearJournal(storePath);
+          return batchOutcomes;
+        }
+        // A lock taken over by a waiter (we overran maxHoldMs) must not be written through.
+        await handle.verifyHeld();
+        await replaceStoreFile(fs, storePath, nextText, original !== null, pin);
+        written = true;
+        stats.writes += 1;
+        // A transaction that threw leaves its journal for the next writer (its records may be down).
+        if (journalToClear && batchOutcomes.every((outcome) => outcome.ok)) await clearJournal(storePath);
         return batchOutcomes;
+      } finally {
+        await finishUpkeep?.(written).catch(() => undefined);
       }
-      // A lock taken over by a waiter (we overran maxHoldMs) must not be written through.
-      await handle.verifyHeld();
-      await replaceStoreFile(fs, storePath, nextText, original !== null, pin);
-      stats.writes += 1;
-      // A transaction that threw leaves its journal for the next writer (its records may be down).
-      if (journalToClear && batchOutcomes.every((outcome) => outcome.ok)) await clearJournal(storePath);
-      return batchOutcomes;
     }));
   } catch (err) {
     stats.failedBatches += 1;
