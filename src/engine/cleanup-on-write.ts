@@ -25,7 +25,15 @@ const MAX_PLAN_ROUNDS = 3;
  * volume is left to the schedule). With `mode: warn` (the default) it installs nothing.
  */
 export function keepCapsOnWrite(ctx: EngineContext): void {
-  const settings = resolveMaintenanceSettings(ctx.config.session?.maintenance);
+  let settings: MaintenanceSettings;
+  try {
+    settings = resolveMaintenanceSettings(ctx.config.session?.maintenance);
+  } catch {
+    // A bad session.maintenance value is CONFIG_INVALID for `config validate`, `sessions cleanup`
+    // and `maintain`, as before; it does not stop every other command from writing.
+    setStoreUpkeepProvider(null);
+    return;
+  }
   if (settings.mode !== 'enforce' || (settings.maxEntries === null && settings.pruneAfterMs === null)) {
     setStoreUpkeepProvider(null);
     return;

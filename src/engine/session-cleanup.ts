@@ -457,7 +457,7 @@ export async function removeEntries(
           }
         }
         return { removed, skipped };
-      });
+      }, { skipUpkeep: true });
       outcome.skipped.push(...result.skipped);
       const byKey = new Map(ready.map((c) => [c.key, c]));
       const archived = new Map<string, string | null>();
@@ -676,7 +676,7 @@ async function removeUnreferenced(ctx: EngineContext, location: StoreLocation, n
         for (const entry of Object.values(store)) if (transcriptNameOf(location, entry) === name) return false;
         const archivedTo = await archiveFile(file, 'deleted', now);
         return archivedTo !== null && (await unlinkIfPresent(archivedTo));
-      }),
+      }, { skipUpkeep: true }),
     );
   } catch (err) {
     if (err instanceof SwitchboardError && err.code === 'SESSION_BUSY') return false;

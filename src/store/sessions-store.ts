@@ -280,6 +280,11 @@ export interface UpdateSessionStoreOptions {
   fs?: StoreFileSystem;
   /** Most mutators applied by one lock+read+write (default 500). */
   maxBatchSize?: number;
+  /**
+   * No store upkeep on this write: for maintenance's own removals, which follow a plan of their
+   * own (with its --active-key sessions) and must not have it changed under them.
+   */
+  skipUpkeep?: boolean;
 }
 
 /** Per-process counters of one store, for tests, benchmarks and `--verbose`. */
@@ -309,6 +314,7 @@ interface PendingUpdate {
   maxBatchSize: number;
   /** A transaction: runs in a batch of its own, may have side effects, is never re-run. */
   alone: boolean;
+  skipUpkeep: boolean;
 }
 
 interface StoreQueue {
@@ -417,6 +423,7 @@ function enqueueUpdate<T>(storePath: string, mutate: SessionStoreMutator<T>, opt
       lock: { ...DEFAULT_STORE_LOCK, ...definedOnly(options.lock ?? {}) },
       maxBatchSize: Math.max(1, Math.floor(options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE)),
       alone,
+      skipUpkeep: options.skipUpkeep === true,
     });
     statsFor(absolutePath).updates += 1;
     if (!queue.draining) {
@@ -436,6 +443,7 @@ function definedOnly(lock: SessionStoreLockOptions): SessionStoreLockOptions {
 function sameSettings(a: PendingUpdate, b: PendingUpdate): boolean {
   return (
     a.fs === b.fs &&
+    a.skipUpkeep === b.skipUpkeep &&
     a.lock.acquireTimeoutMs === b.lock.acquireTimeoutMs &&
     a.lock.staleMs === b.lock.staleMs &&
     a.lock.maxHoldMs === b.lock.maxHoldMs
@@ -501,7 +509,7 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
         },
       };
       const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch, tx);
-      const finishUpkeep = await startUpkeep(storePath, store, tx);
+      const finishUpkeep = first.skipUpkeep ? null : await startUpkeep(storePath, store, tx);
       let written = false;
       try {
         const nextText = serializeSessionStore(store);
