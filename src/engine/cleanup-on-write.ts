@@ -17,6 +17,12 @@ import { ARCHIVE_FS, fsyncFolder, holdTranscriptLocks, transcriptNameOf, type He
 
 /** How often, per store and process, the write path looks for entries older than pruneAfter. */
 const PRUNE_SCAN_INTERVAL_MS = 60_000;
+/**
+ * Entries one write removes at most, oldest first: a store far over its limits (enforce just
+ * turned on) comes down over the next writes and the scheduled `maintain`, and no single write
+ * takes thousands of transcript locks.
+ */
+const MAX_REMOVALS_PER_WRITE = 256;
 /** Plans tried per write when candidates turn out busy (each busy one is then protected). */
 const MAX_PLAN_ROUNDS = 3;
 
@@ -102,7 +108,10 @@ async function removeOverCaps(ctx: EngineContext, settings: MaintenanceSettings,
         now,
       );
       const taken = new Set(leaving.map((s) => s.key));
-      const fresh = plan.sessions.filter((s) => (s.action === 'prune-stale' || s.action === 'cap-overflow') && !taken.has(s.key));
+      const fresh = plan.sessions
+        .filter((s) => (s.action === 'prune-stale' || s.action === 'cap-overflow') && !taken.has(s.key))
+        .sort((a, b) => (a.updatedAt ?? Number.NEGATIVE_INFINITY) - (b.updatedAt ?? Number.NEGATIVE_INFINITY))
+        .slice(0, Math.max(0, MAX_REMOVALS_PER_WRITE - leaving.length));
       for (const step of plan.steps) if (step.step === 'archive-transcripts') for (const file of step.files) toArchive.add(file.key);
       if (fresh.length === 0) break;
       const fileOf = (s: PlannedSession): string => path.join(location.sessionsDir, s.transcript.name!);
