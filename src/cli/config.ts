@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
 import { toSwitchboardError } from '../core/index.js';
 import { sharedDmWarnings } from '../engine/index.js';
-import { resolveCronRetentionMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
+import { resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
 import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
@@ -115,6 +115,7 @@ function semanticProblems(config: SwitchboardConfig): string[] {
   check(() => validateResetConfig({ resetTriggers: session.resetTriggers }));
   for (const [key, value] of Object.entries(session.maintenance ?? {})) check(() => resolveMaintenanceSettings({ [key]: value }));
   check(() => resolveMaintenanceSettings(session.maintenance));
+  check(() => resolveMaintainEveryMs(session.maintenance));
   check(() => resolveCronRetentionMs(config.cron));
   const defaults = config.agents?.defaults?.runner as RunnerConfigInput | undefined;
   check(() => resolveRunnerSpec(undefined, defaults));

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { clockFrom, type Clock } from '../core/index.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
-import type { EngineContext } from '../engine/index.js';
+import { keepCapsOnWrite, type EngineContext } from '../engine/index.js';
 import { validateResetConfig } from '../policy/index.js';
 import { resolveStateDir } from '../store/index.js';
 import { painterFor, type Painter, type Streams } from './output.js';
@@ -59,7 +59,9 @@ export class CliContext {
     const loaded = await this.config();
     const table = await this.routingTable();
     validateResetConfig(loaded.config.session);
-    return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
+    const engine: EngineContext = { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
+    keepCapsOnWrite(engine); // enforce mode: every store write keeps maxEntries/pruneAfter
+    return engine;
   }
 
   painter(): Promise<Painter> {

@@ -53,6 +53,8 @@ export {
 } from './session-cleanup.js';
 export {
   runMaintain,
+  maintainEveryMs,
+  purgeIncognitoArchives,
   type MaintainOptions,
   type MaintainReport,
   type MaintainResult,
@@ -63,6 +65,7 @@ export {
   type ResetDeferred,
   type CronRemoval,
 } from './housekeeping.js';
+export { keepCapsOnWrite } from './cleanup-on-write.js';
 export {
   runDoctor,
   type DoctorOptions,

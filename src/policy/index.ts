@@ -97,6 +97,7 @@ export {
 export {
   resolveMaintenanceSettings,
   resolveCronRetentionMs,
+  resolveMaintainEveryMs,
   planCleanup,
   planDueResets,
   planCronRetention,

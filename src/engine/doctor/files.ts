@@ -6,7 +6,7 @@ import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../../core/index.js';
-import { FILE_MODE, copyRegularFile, fileKindOf, formatArchiveTimestamp, lstatKind, nodeStoreFileSystem, readRegularFile, resolveInside, type FileKind } from '../../store/index.js';
+import { FILE_MODE, copyRegularFile, fileKindOf, keptCopyName, lstatKind, nodeStoreFileSystem, readRegularFile, resolveInside, type FileKind } from '../../store/index.js';
 
 /** A temp file or tombstone younger than this may belong to a write in progress. */
 export const LEFTOVER_AGE_MS = 60_000;
@@ -66,7 +66,7 @@ export async function keepOriginal(file: string, tag: 'bak' | 'corrupt', now: nu
   const dir = path.dirname(file);
   const base = path.basename(file);
   for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt += 1) {
-    const target = resolveInside(dir, `${base}.${tag}-${formatArchiveTimestamp(now + attempt)}`);
+    const target = resolveInside(dir, keptCopyName(base, tag, now + attempt));
     try {
       await copyRegularFile(file, target, FILE_MODE, options);
     } catch (err) {
