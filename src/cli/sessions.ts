@@ -3,10 +3,10 @@
 
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
-import { deleteSession, findSession, listSessions, resetSession, setPinned, showSession, transcriptFileOf, type FoundSession, type StoreSelection } from '../engine/index.js';
+import { configureQueue, deleteSession, findSession, listSessions, resetSession, setPinned, showSession, transcriptFileOf, waitForQueueWork, type FoundSession, type StoreSelection } from '../engine/index.js';
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
-import { formatAge, formatBytes, formatTime, table } from './format.js';
+import { beforeResetText, formatAge, formatBytes, formatTime, table } from './format.js';
 import { registerCleanupCommand } from './maintenance.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
@@ -277,11 +277,16 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
 async function runReset(ctx: CliContext, keys: string[]): Promise<number> {
   const flags = ctx.options as { reason?: string; model?: string };
   const targets = await planTargets(ctx, keys, 'reset');
+  const engine = await ctx.engine();
+  // The turn before a reset (session.reset.beforeReset) is a run: its events, and those of
+  // messages that queued behind it and run here afterwards, go to stderr as JSON lines.
+  configureQueue(engine, { sink: (event) => writeJsonLine(ctx.streams.stderr, event) });
   for (const target of targets ?? []) {
-    const outcome = await resetSession(await ctx.engine(), target.key, { storePath: target.location.storePath, reason: flags.reason, model: flags.model });
+    const outcome = await resetSession(engine, target.key, { storePath: target.location.storePath, reason: flags.reason, model: flags.model });
     if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-    else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}\n`);
+    else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}${beforeResetText(outcome.beforeReset)}\n`);
   }
+  await waitForQueueWork(engine);
   return 0;
 }
 

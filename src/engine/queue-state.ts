@@ -358,6 +358,8 @@ export interface RunStartedEvent {
   lane: string;
   /** Queued messages in this turn (a collect turn carries several). */
   messages: number;
+  /** Set on the agent's turn before a reset (`session.reset.beforeReset`), run on the old instance. */
+  beforeReset?: true;
 }
 
 export interface RunEndedEvent {
