@@ -28,7 +28,7 @@ import {
   type TranscriptReadStats,
 } from '../store/index.js';
 import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
-import { incognitoStoreFor, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
+import { commandAgentId, incognitoStoreFor, noCommandAgent, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
 import { THIS_PROCESS, isThisProcess, queueOf, type QueuedEntry, type SessionRef } from './queue-state.js';
 import { updateStore } from './run-store.js';
 import { executeTurn, type RunHost } from './runs.js';
@@ -47,7 +47,7 @@ export function selectStores(ctx: EngineContext, selection: StoreSelection = {})
     const storePath = path.resolve(selection.storePath);
     return [{ agentId: normalizeAgentId(path.basename(path.dirname(path.dirname(storePath)))), sessionsDir: path.dirname(storePath), storePath }];
   }
-  const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : ctx.table.defaultAgentId];
+  const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
   const stored = agentIds.map((id) => storeFor(ctx, id));
   // A server's incognito sessions are part of what it shows (they exist nowhere else).
   const { incognitoRoot } = ctx;
@@ -150,9 +150,12 @@ export async function findSession(ctx: EngineContext, keyOrId: string, selection
   const wanted = keyOrId.trim();
   if (wanted === '') throw new SwitchboardError('USAGE', 'a session key or session id is required');
   let key: string | undefined;
+  let noOwner: unknown;
   try {
-    key = normalizeExplicitSessionKey(wanted, ctx.table.defaultAgentId);
-  } catch {
+    key = normalizeExplicitSessionKey(wanted, selection.agent ? normalizeAgentId(selection.agent) : ctx.table.owner);
+  } catch (err) {
+    // A bare key with no owner to give it to: still found as a session id, else NO_OWNER below.
+    if (err instanceof SwitchboardError && err.code === 'NO_OWNER') noOwner = noCommandAgent(ctx, `session key "${wanted}"`);
     key = undefined;
   }
   const stores =
@@ -171,6 +174,7 @@ export async function findSession(ctx: EngineContext, keyOrId: string, selection
       if (entry.sessionId === wanted) return { location, key: candidate, entry };
     }
   }
+  if (noOwner !== undefined) throw noOwner;
   throw new SwitchboardError('NOT_FOUND', `no session "${wanted}"`, { hint: 'list sessions with `switchboard sessions --all-agents`' });
 }
 
