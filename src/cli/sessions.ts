@@ -7,7 +7,7 @@ import { configureQueue, deleteSession, findSession, listSessions, resetSession,
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { beforeResetText, formatAge, formatBytes, formatTime, table } from './format.js';
-import { registerCleanupCommand } from './maintenance.js';
+import { registerCleanupCommand } from './cleanup-and-maintain.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 
@@ -181,7 +181,8 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
     ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
     // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).
-    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
+    // OpenClaw leaves `to` out until it has a target (a Telegram group it only recorded).
+    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to ?? '(no target yet)'} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
     ['model', entry.modelOverride ?? entry.model ?? '-'],
     ['pinned', entry.pinned ? 'yes' : 'no'],
     ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
@@ -192,10 +193,10 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
   return 0;
 }
 
-/** One readable line per record: time, who, text. */
-function renderRecord(record: TranscriptRecord): string {
+/** One readable line per record: time, who, text. `key`: the session asked for (OpenClaw's headers name none). */
+function renderRecord(record: TranscriptRecord, key: string): string {
   const time = typeof record.timestamp === 'string' ? record.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
-  if (record.type === 'session') return `── session ${String(record.id)} (${String(record.sessionKey ?? '')}) started ${time}`;
+  if (record.type === 'session') return `── session ${String(record.id)} (${typeof record.sessionKey === 'string' ? record.sessionKey : key}) started ${time}`;
   if (record.type === 'message') {
     const message = (record.message ?? {}) as { role?: string; content?: unknown; sender?: { name?: string; id?: string }; channel?: string; model?: string };
     const text = messageContentText(message.content);
@@ -227,7 +228,7 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
   const tail = flags.tail !== undefined ? positiveInt(flags.tail, '--tail') : undefined;
   const print = (record: TranscriptRecord) => {
     if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
-    else ctx.streams.stdout.write(`${renderRecord(record)}\n`);
+    else ctx.streams.stdout.write(`${renderRecord(record, details.key)}\n`);
   };
   const reader = readTranscript(details.transcriptPath);
   const kept: TranscriptRecord[] = [];

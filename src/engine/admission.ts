@@ -71,6 +71,8 @@ export interface Addressed {
   matchedBy: string;
   runId: string;
   incognito: boolean;
+  /** Wall-clock ms when the line arrived (see NdjsonLine), if known. */
+  receivedAt?: number;
   plan?: SessionPlan;
   /** Set for agents with a runner: what admission decided (re-set on every mutator run). */
   outcome?: Outcome;
@@ -500,7 +502,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
         sessionKey: key,
         sessionId: pinned,
         enqueuedAt: now,
-        wallAt: env.nowWall,
+        // The quiet window counts from arrival: waiting for the store lock must not stretch it.
+        wallAt: Math.min(env.nowWall, item.receivedAt ?? env.nowWall),
         mode: deferredCommand ? 'interrupt' : settings.mode,
         state: admission.state,
         kind: message.kind === 'cron' ? 'cron' : message.kind === 'heartbeat' || message.kind === 'system' ? 'heartbeat' : 'user',

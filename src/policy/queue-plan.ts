@@ -10,7 +10,8 @@ export type QueueItemKind = 'user' | 'cron' | 'heartbeat' | 'overflow';
 
 export interface QueueDeliveryContext {
   channel: string;
-  to: string;
+  /** Absent when the session's own has none (an OpenClaw row without a last route). */
+  to?: string;
   accountId?: string;
   threadId?: string;
   [extra: string]: unknown;

@@ -16,7 +16,7 @@ export interface PlannedEntry {
   accountId?: string;
   displayName?: string;
   origin?: Record<string, unknown>;
-  deliveryContext?: { channel: string; to: string; accountId?: string; threadId?: string };
+  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
   model?: string;
   modelOverride?: string;
   recentMessageIds?: RecentMessageIds;
@@ -100,14 +100,35 @@ function rememberMessageId(ids: RecentMessageIds | undefined, id: string, now: n
   start = Math.max(start, list.length + 1 - RECENT_IDS_CAP);
   const next = list.slice(start);
   next.push([id, now]);
+  // Nothing left the window: the lookup index of the old list describes the new one too, so it
+  // moves over (the old list loses it and would rebuild its own if it were asked again).
+  const index = start === 0 ? idIndexes.get(list) : undefined;
+  if (index !== undefined) {
+    idIndexes.delete(list);
+    index.set(id, now);
+    idIndexes.set(next, index);
+  }
   return next;
 }
+
+/**
+ * messageId → when it was recorded, per id list. Lists are never changed in place (every change
+ * makes a new one), so an index built for a list stays true; without it every message of a busy
+ * session would scan up to RECENT_IDS_CAP pairs.
+ */
+const idIndexes = new WeakMap<RecentMessageIds, Map<string, number>>();
 
 /** When this messageId was last recorded on the session, if it was. */
 export function messageIdSeenAt(ids: RecentMessageIds | undefined, id: string): number | undefined {
   if (!Array.isArray(ids)) return undefined;
-  for (let i = ids.length - 1; i >= 0; i--) if (Array.isArray(ids[i]) && ids[i][0] === id) return ids[i][1];
-  return undefined;
+  let index = idIndexes.get(ids);
+  if (index === undefined) {
+    index = new Map();
+    // Later pairs win: the last time the id was recorded.
+    for (const pair of ids) if (Array.isArray(pair) && typeof pair[0] === 'string') index.set(pair[0], pair[1]);
+    idIndexes.set(ids, index);
+  }
+  return index.get(id);
 }
 
 /** Removes a messageId again (its message could not be recorded after all). */
@@ -221,15 +242,16 @@ function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, cr
 const KIND_PREFIXED_CHANNELS = new Set(['discord', 'slack', 'msteams', 'mattermost', 'googlechat']);
 
 /**
- * A peer as OpenClaw writes a delivery target: Telegram chats are `telegram:<chatId>`; on
+ * A peer as OpenClaw writes a delivery target: Telegram chats are `telegram:<chatId>` (a forum
+ * topic `telegram:<chatId>:topic:<threadId>`); on
  * Discord, Slack, Teams, Mattermost and Google Chat a direct peer is `user:<id>` and a group or
  * channel `channel:<id>` (OpenClaw's Discord code reads a bare numeric id as a channel); other
  * channels take the bare id.
  */
 export function deliveryTarget(channel: string, peer: { kind: string; id: string }): string {
-  // A forum topic's peer is `<chatId>:topic:<threadId>`; its target is the chat (the thread id
-  // travels beside it, as `threadId`).
-  if (channel === 'telegram') return `telegram:${peer.id.split(':topic:')[0]}`;
+  // A forum topic's peer is `<chatId>:topic:<threadId>`, and OpenClaw's Telegram code addresses
+  // it as `telegram:<chatId>:topic:<threadId>` (with `threadId` beside it as well).
+  if (channel === 'telegram') return `telegram:${peer.id}`;
   if (KIND_PREFIXED_CHANNELS.has(channel)) return `${peer.kind === 'direct' ? 'user' : 'channel'}:${peer.id}`;
   return peer.id;
 }

@@ -32,7 +32,8 @@ export interface SessionOrigin {
 /** Where replies go; only inbound messages on this same session move it. */
 export interface SessionDeliveryContext {
   channel: string;
-  to: string;
+  /** switchboard always writes it; OpenClaw leaves it out until it has a target (e.g. a Telegram group it only recorded). */
+  to?: string;
   accountId?: string;
   /** switchboard writes strings; a row written by OpenClaw may hold a number here (Telegram topics). */
   threadId?: string;

@@ -8,6 +8,8 @@ import { deliveryTarget, setDeliveryAddress, type PlannedEntry } from '../../src
 test('targets: telegram:<chatId>; user:/channel: where a bare id would be read as a channel; else the bare id', () => {
   assert.equal(deliveryTarget('telegram', { kind: 'direct', id: '111' }), 'telegram:111');
   assert.equal(deliveryTarget('telegram', { kind: 'group', id: '-100888' }), 'telegram:-100888');
+  // A forum topic, as OpenClaw 2026.7.1's Telegram code records its last route.
+  assert.equal(deliveryTarget('telegram', { kind: 'group', id: '-100888:topic:42' }), 'telegram:-100888:topic:42');
   assert.equal(deliveryTarget('discord', { kind: 'direct', id: '42' }), 'user:42');
   assert.equal(deliveryTarget('discord', { kind: 'channel', id: '1234567890' }), 'channel:1234567890');
   assert.equal(deliveryTarget('slack', { kind: 'direct', id: 'U07DAN' }), 'user:U07DAN');

@@ -11,7 +11,6 @@ import {
   evaluateFreshness,
   hostTimeZone,
   resolveBeforeReset,
-  validateResetConfig,
   parseResetTrigger,
   resolveResetPolicy,
   resolveResetTriggers,
