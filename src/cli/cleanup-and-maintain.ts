@@ -5,8 +5,10 @@ import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
 import {
   cleanupSessions,
+  configureQueue,
   isCleanupFailure,
   runMaintain,
+  waitForQueueWork,
   type CleanupProgress,
   type CleanupStoreResult,
   type CleanupStoreSummary,
@@ -19,6 +21,7 @@ import type { CliContext } from './context.js';
 import { formatAge, formatBytes, table } from './format.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine } from './output.js';
+import { beforeResetText } from './format.js';
 
 interface CleanupFlags {
   agent?: string;
@@ -209,11 +212,15 @@ async function runMaintainCommand(ctx: CliContext): Promise<number> {
   const flags = ctx.options as { dryRun?: boolean };
   const progress = progressLine(ctx);
   let result;
+  const engine = await ctx.engine();
+  // Turns before resets (session.reset.beforeReset) are runs: their events go to stderr.
+  configureQueue(engine, { sink: (event) => writeJsonLine(ctx.streams.stderr, event) });
   try {
-    result = await runMaintain(await ctx.engine(), { dryRun: flags.dryRun === true, onProgress: progress.onProgress });
+    result = await runMaintain(engine, { dryRun: flags.dryRun === true, onProgress: progress.onProgress });
   } finally {
     progress.done();
   }
+  await waitForQueueWork(engine);
   if (ctx.json) writeJsonLine(ctx.streams.stdout, result.report);
   else ctx.streams.stdout.write(maintainText(result.report));
   return result.exitCode;
@@ -240,8 +247,12 @@ function maintainText(r: MaintainReport): string {
     }
   }
   lines.push(`  resets: ${r.resets.reset.length} ${verb}applied, ${r.resets.deferred.length} deferred (active run)${r.resets.skipped.length > 0 ? `, ${r.resets.skipped.length} no longer due` : ''}`);
+  for (const done of r.resets.reset) {
+    // Only a turn before the reset that did not go well is worth a line of its own.
+    if (done.beforeReset !== undefined && done.beforeReset.status !== 'done') lines.push(`    reset ${done.sessionKey}${beforeResetText(done.beforeReset)}`);
+  }
   for (const deferred of r.resets.deferred) {
-    lines.push(`    deferred ${deferred.sessionKey} (${deferred.reason})${deferred.holder.pid !== null ? `: held by pid ${deferred.holder.pid}${deferred.holder.runId ? `, run ${deferred.holder.runId}` : ''}` : ''}`);
+    lines.push(`    deferred ${deferred.sessionKey} (${deferred.reason}${deferred.deferredBecause === 'busy' ? ', busy: the turn before the reset waits' : ''})${deferred.holder.pid !== null ? `: held by pid ${deferred.holder.pid}${deferred.holder.runId ? `, run ${deferred.holder.runId}` : ''}` : ''}`);
   }
   for (const error of r.errors) lines.push(`  FAILED ${error.stage}${error.agentId ? ` ${error.agentId}` : ''}: ${error.code}: ${error.message}`);
   if (r.ok) lines.push('  ok');

@@ -4,8 +4,8 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
-import { toSwitchboardError } from '../core/index.js';
-import { sharedDmWarnings } from '../engine/index.js';
+import { normalizeAgentId, toSwitchboardError } from '../core/index.js';
+import { agentRunnerConfig, sharedDmWarnings } from '../engine/index.js';
 import { resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
 import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
 import type { CliContext } from './context.js';
@@ -86,6 +86,13 @@ async function runShow(ctx: CliContext): Promise<number> {
   return 0;
 }
 
+/** The agent ids of either roster, as the engine normalises them. */
+function configuredAgentIds(config: SwitchboardConfig): string[] {
+  const list = Array.isArray(config.agents?.list) ? config.agents.list.map((agent) => normalizeAgentId(agent?.id)) : [];
+  const entries = config.agents?.entries !== null && typeof config.agents?.entries === 'object' ? Object.keys(config.agents.entries).map((key) => normalizeAgentId(key)) : [];
+  return [...new Set([...list, ...entries])];
+}
+
 /** A failed check as `json.path: problem` (checks word their messages `path problem` or `path: problem`). */
 function problemOf(err: unknown, pathOverride?: (path: string) => string): string {
   const error = toSwitchboardError(err);
@@ -117,14 +124,16 @@ function semanticProblems(config: SwitchboardConfig): string[] {
   check(() => resolveMaintenanceSettings(session.maintenance));
   check(() => resolveMaintainEveryMs(session.maintenance));
   check(() => resolveCronRetentionMs(config.cron));
+  // Runners as every command resolves them (runnerFor): each agent's own section over the defaults,
+  // for both rosters; the agent's section alone too, so its own problems are named at its path.
   const defaults = config.agents?.defaults?.runner as RunnerConfigInput | undefined;
   check(() => resolveRunnerSpec(undefined, defaults));
-  (config.agents?.list ?? []).forEach((agent, i) => {
-    if (agent?.runner === undefined) return;
-    const named = (path: string) => path.replace('agents.list[]', `agents.list[${i}]`);
-    check(() => resolveRunnerSpec(agent.runner as RunnerConfigInput, undefined), named);
-    check(() => resolveRunnerSpec(agent.runner as RunnerConfigInput, defaults), named);
-  });
+  for (const agentId of configuredAgentIds(config)) {
+    const own = agentRunnerConfig(config.agents, agentId);
+    if (own === undefined) continue;
+    check(() => resolveRunnerSpec(own.runner, undefined, own.path));
+    check(() => resolveRunnerSpec(own.runner, defaults, own.path));
+  }
   return [...new Set(problems)];
 }
 

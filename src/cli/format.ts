@@ -32,3 +32,10 @@ export function table(headers: string[], rows: string[][]): string {
       .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n') + '\n';
 }
+
+/** How the turn before the reset went, for the one-line summary ('' when none is configured). */
+export function beforeResetText(report: { status: string; reason?: string; message?: string } | null | undefined): string {
+  if (report === null || report === undefined) return '';
+  if (report.status === 'done') return '; turn before reset: done';
+  return `; turn before reset ${report.status}${report.message ? `: ${report.message}` : ''} (reset anyway)`;
+}

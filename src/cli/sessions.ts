@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
 import {
+  configureQueue,
   deleteSession,
   findInstance,
   findSession,
@@ -14,13 +15,14 @@ import {
   showSession,
   tokenCountsOf,
   transcriptFileOf,
+  waitForQueueWork,
   type FoundSession,
   type SessionDetails,
   type StoreSelection,
 } from '../engine/index.js';
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
-import { formatAge, formatBytes, formatTime, table } from './format.js';
+import { beforeResetText, formatAge, formatBytes, formatTime, table } from './format.js';
 import { registerCleanupCommand } from './cleanup-and-maintain.js';
 import { registerPinRouteCommands } from './pin-route.js';
 import type { ProgramHooks } from './main.js';
@@ -392,11 +394,16 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
 async function runReset(ctx: CliContext, keys: string[]): Promise<number> {
   const flags = ctx.options as { reason?: string; model?: string };
   const targets = await planTargets(ctx, keys, 'reset');
+  const engine = await ctx.engine();
+  // The turn before a reset (session.reset.beforeReset) is a run: its events, and those of
+  // messages that queued behind it and run here afterwards, go to stderr as JSON lines.
+  configureQueue(engine, { sink: (event) => writeJsonLine(ctx.streams.stderr, event) });
   for (const target of targets ?? []) {
-    const outcome = await resetSession(await ctx.engine(), target.key, { storePath: target.location.storePath, reason: flags.reason, model: flags.model });
+    const outcome = await resetSession(engine, target.key, { storePath: target.location.storePath, reason: flags.reason, model: flags.model });
     if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-    else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}\n`);
+    else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}${beforeResetText(outcome.beforeReset)}\n`);
   }
+  await waitForQueueWork(engine);
   return 0;
 }
 

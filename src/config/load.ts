@@ -70,9 +70,26 @@ function validateConfigData(data: unknown, label: string, layers: ConfigLayer[])
   const validate = schemaValidator('config');
   const problems = validate(data) ? [] : describeSchemaErrors(validate.errors, { namedUnknownKeys: true });
   // The current format's own rules (roster keys, ownership, binding agents) need a well-typed file.
-  if (problems.length === 0 && configGeneration(data as SwitchboardConfig) === 'entries') problems.push(...checkCurrentFormat(data as SwitchboardConfig));
+  if (problems.length === 0 && configGeneration(data as SwitchboardConfig) === 'entries') {
+    problems.push(...checkCurrentFormat(data as SwitchboardConfig, (at) => writtenOnlyInOverlays(layers, at)));
+  }
   if (problems.length > 0) throw configProblems(label, problems, layers);
   return data as SwitchboardConfig;
+}
+
+/**
+ * True when the value at `at` is written in an overlay only: there are several files and the base
+ * one (the OpenClaw file the others extend) does not have it. One file alone is treated as
+ * OpenClaw's, since nothing tells it apart from one.
+ */
+function writtenOnlyInOverlays(layers: ConfigLayer[], at: string[]): boolean {
+  if (layers.length < 2) return false;
+  let value: unknown = layers[0].data;
+  for (const key of at) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, key)) return true;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return false;
 }
 
 /** Parses and validates one config text; `label` names the file in messages. */

@@ -64,7 +64,14 @@ export function rosterIds(config: SwitchboardConfig): string[] {
   return keys.length > 0 ? keys.map((key) => normalizeAgentId(key)) : ['main'];
 }
 
-function checkRoster(config: SwitchboardConfig, problems: string[]): void {
+/**
+ * Where switchboard's own keys may sit in an agents.entries config: `ownKeyAllowed(path)` is true
+ * when the key at that JSON path comes from a switchboard overlay (a file that `extends` the
+ * OpenClaw file), so the OpenClaw file itself stays one OpenClaw accepts.
+ */
+export type OwnKeyCheck = (path: string[]) => boolean;
+
+function checkRoster(config: SwitchboardConfig, problems: string[], ownKeyAllowed: OwnKeyCheck): void {
   const agents = config.agents ?? {};
   if (agents.list !== undefined && agents.entries !== undefined) {
     problems.push('agents.list: not allowed next to agents.entries (the current format keeps its roster in agents.entries only)');
@@ -90,10 +97,15 @@ function checkRoster(config: SwitchboardConfig, problems: string[]): void {
     const entry = entries[key];
     if (!isRecord(entry)) continue; // the schema already reports a non-object entry
     for (const entryKey of Object.keys(entry)) {
-      if (!ENTRY_KEYS.has(entryKey)) {
-        const hint = entryKey === 'runner' ? ' (put switchboard runners in agents.defaults.runner)' : '';
-        problems.push(`${keyPath(path, entryKey)}: unknown key in an agent entry${hint}`);
+      if (ENTRY_KEYS.has(entryKey)) continue;
+      if (entryKey === 'runner') {
+        // switchboard's own key: fine in the overlay, refused where OpenClaw would read it.
+        if (!ownKeyAllowed(['agents', 'entries', key, 'runner'])) {
+          problems.push(`${keyPath(path, entryKey)}: OpenClaw refuses this key in its config; put the agent's runner in a switchboard.json5 that extends this file`);
+        }
+        continue;
       }
+      problems.push(`${keyPath(path, entryKey)}: unknown key in an agent entry`);
     }
     if (entry.default === true) marked.push(key);
   }
@@ -156,9 +168,9 @@ function checkBindings(config: SwitchboardConfig, problems: string[]): void {
  * The rules OpenClaw 2026.9.6 enforces when it loads an `agents.entries` config (routing.md), as
  * `path: problem` lines. The ignored mainKey is a routing warning, reported by the routing table.
  */
-export function checkCurrentFormat(config: SwitchboardConfig): string[] {
+export function checkCurrentFormat(config: SwitchboardConfig, ownKeyAllowed: OwnKeyCheck = () => false): string[] {
   const problems: string[] = [];
-  checkRoster(config, problems);
+  checkRoster(config, problems, ownKeyAllowed);
   checkBindings(config, problems);
   return problems;
 }

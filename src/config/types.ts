@@ -54,6 +54,8 @@ export interface ResetConfig {
   atHour?: number;
   idleMinutes?: number;
   timezone?: string;
+  /** Only in `session.reset`: one agent turn on the old instance before any reset (`true` = defaults). */
+  beforeReset?: boolean | { prompt?: string; timeoutSeconds?: number } | null;
 }
 
 export interface SendPolicyRule {

@@ -28,6 +28,7 @@ import {
 } from '../policy/index.js';
 import { lookupIdentityLink } from '../routing/index.js';
 import { DELIVERY_MIRROR_MODEL, INJECTED_MODEL, transcriptOnlyMarks, type NewTranscriptEntry, type SessionEntry, type SessionStore, type StoreLocation } from '../store/index.js';
+import { beforeResetFor } from './before-reset.js';
 import { transcriptNameFor, type EngineContext } from './context.js';
 import type { InboundMessage } from './message.js';
 import {
@@ -346,9 +347,12 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   let rotation = plan.rotation;
   const reset = rotation && rotation.reason !== 'cron' ? { reason: rotation.reason, previousSessionId: rotation.previousSessionId } : null;
   let deferredCommand = false;
-  if (rotation && activeRun && working) {
-    // A rotation is deferred while a run is active: it applies when the run has ended, and what
-    // arrives meanwhile is pinned to the instance-to-be.
+  // With session.reset.beforeReset, a rotation (not a cron run's fresh instance) waits for the
+  // agent's turn on the old instance, which the queue drain runs before it applies the rotation.
+  const turnFirst = rotation !== undefined && rotation.reason !== 'cron' && working !== undefined && beforeResetFor(ctx, item.agentId) !== undefined;
+  if (rotation && working && (activeRun || turnFirst)) {
+    // A rotation is deferred while a run is active (or a turn before it is due): it applies when
+    // the run has ended, and what arrives meanwhile is pinned to the instance-to-be.
     const pending: PendingReset = {
       reason: rotation.reason,
       previousSessionId: working.sessionId,
@@ -358,9 +362,13 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       expireOld: rotation.reason === 'command',
     };
     if (entry.modelOverride !== undefined && entry.modelOverride !== working.modelOverride) pending.model = entry.modelOverride as string;
+    // Once per reset: a rotation that replaces a pending one keeps its turn's state (still due, or
+    // claimed already), so a second /new during the turn does not ask for another.
+    const due = working.pendingReset ? working.pendingReset.beforeReset === 'due' : turnFirst;
+    if (due) pending.beforeReset = 'due';
     entry = keepInstance(entry, working);
     if (rotation.reason === 'command' || !working.pendingReset) entry.pendingReset = pending;
-    deferredCommand = rotation.reason === 'command';
+    deferredCommand = rotation.reason === 'command' && activeRun !== undefined;
     rotation = undefined;
   } else if (rotation) {
     // Rotated now (no run active): what waits for an older instance expires, a pending rotation is superseded.

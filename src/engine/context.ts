@@ -29,6 +29,26 @@ export function incognitoStoreFor(incognitoRoot: string, agentId: string): Store
   return resolveStoreLocation(incognitoRoot, agentId);
 }
 
+/**
+ * The agent a command means when it names none (a bare session key, a listing without --agent):
+ * the fallback owner, the same agent a bare `sessionKey` on a message gets. An agents.entries config
+ * with several agents and no owner has none, and guessing one would act on the wrong store: that is
+ * NO_OWNER, asking for the agent (as OpenClaw's own CLI asks for --agent).
+ */
+export function commandAgentId(ctx: EngineContext, what: string): string {
+  if (ctx.table.owner !== undefined) return ctx.table.owner;
+  throw noCommandAgent(ctx, what);
+}
+
+/** The NO_OWNER error of commandAgentId: `what` names what lacks its agent. */
+export function noCommandAgent(ctx: EngineContext, what: string): SwitchboardError {
+  const agents = ctx.table.agents.map((agent) => agent.id);
+  return new SwitchboardError('NO_OWNER', `${what} names no agent, and with several agents (${agents.join(', ')}) and no fallback owner there is no default one`, {
+    hint: 'name it: pass --agent <id> (or --all-agents), or write the key as agent:<id>:<key>; or set agents.defaults.systemAgent.agentId',
+    details: { agents },
+  });
+}
+
 /** Every agent that may have a store: the configured agents, else the default agent. */
 export function knownAgentIds(ctx: EngineContext): string[] {
   const ids = ctx.table.agents.map((agent) => agent.id);

@@ -30,7 +30,7 @@ import {
   type StoreLocation,
 } from '../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
-import { rotateInstance } from './sessions.js';
+import { handOffQueue, rotateInstance, turnBeforeReset, type BeforeResetReport } from './sessions.js';
 import {
   buildMaintenanceSnapshot,
   cleanupSettingsFor,
@@ -69,6 +69,8 @@ export interface ResetDone {
   /** The new instance; null in a dry run. */
   sessionId: string | null;
   archivedTo: string | null;
+  /** The agent's turn before the reset (`session.reset.beforeReset`); absent when none is configured or in a dry run. */
+  beforeReset?: BeforeResetReport;
 }
 
 export interface ResetDeferred {
@@ -77,7 +79,8 @@ export interface ResetDeferred {
   sessionId: string;
   reason: StaleReason;
   /** Why it waits: an active run holds the session's write lock. */
-  deferredBecause: 'locked';
+  /** `busy`: the turn before the reset (session.reset.beforeReset) waits for a run or queue to finish. */
+  deferredBecause: 'locked' | 'busy';
   holder: { pid: number | null; runId: string | null; ageMs: number | null };
 }
 
@@ -299,9 +302,9 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
             }
             return;
           }
-          const outcome = await rotateDue(ctx, location, item.key, item.sessionId, file);
+          const outcome = await rotateDue(ctx, location, item.key, item.sessionId, file, item.staleReason);
           if (outcome.kind === 'reset') resets.reset.push(outcome.done);
-          else if (outcome.kind === 'deferred') resets.deferred.push({ agentId: location.agentId, sessionKey: item.key, sessionId: item.sessionId, reason: item.staleReason, deferredBecause: 'locked', holder: outcome.holder });
+          else if (outcome.kind === 'deferred') resets.deferred.push({ agentId: location.agentId, sessionKey: item.key, sessionId: item.sessionId, reason: item.staleReason, deferredBecause: outcome.because, holder: outcome.holder });
           else resets.skipped.push({ agentId: location.agentId, sessionKey: item.key, reason: outcome.reason });
         } catch (err) {
           errors.push(errorOf('resets', location.agentId, err));
@@ -350,14 +353,17 @@ async function exists(file: string): Promise<boolean> {
 
 type RotateOutcome =
   | { kind: 'reset'; done: ResetDone }
-  | { kind: 'deferred'; holder: ResetDeferred['holder'] }
+  | { kind: 'deferred'; because: ResetDeferred['deferredBecause']; holder: ResetDeferred['holder'] }
   | { kind: 'skipped'; reason: string };
 
 /**
  * A due reset through the one rotation shell, without waiting: a lock held by a live run means
  * deferred; inside the store update the entry must still be the planned instance and still be stale.
  */
-async function rotateDue(ctx: EngineContext, location: StoreLocation, key: string, sessionId: string, file: string | null): Promise<RotateOutcome> {
+async function rotateDue(ctx: EngineContext, location: StoreLocation, key: string, sessionId: string, file: string | null, staleReason: string): Promise<RotateOutcome> {
+  const beforeReset = await turnBeforeReset(ctx, location, key, sessionId, staleReason);
+  // A session busy with a run or a queue gets its turn on a later run, like a locked one.
+  if (beforeReset?.status === 'skipped' && beforeReset.reason === 'busy') return { kind: 'deferred', because: 'busy', holder: { pid: null, runId: null, ageMs: null } };
   const outcome = await rotateInstance(ctx, {
     location,
     key,
@@ -371,11 +377,20 @@ async function rotateDue(ctx: EngineContext, location: StoreLocation, key: strin
       return reason === null ? { skip: 'fresh' } : { reason };
     },
   });
-  if (outcome.kind === 'busy') return { kind: 'deferred', holder: outcome.holder };
+  if (beforeReset !== null) await handOffQueue(ctx, location, key);
+  if (outcome.kind === 'busy') return { kind: 'deferred', because: 'locked', holder: outcome.holder };
   if (outcome.kind === 'skipped') return { kind: 'skipped', reason: outcome.reason };
   return {
     kind: 'reset',
-    done: { agentId: location.agentId, sessionKey: key, reason: outcome.reason as StaleReason, previousSessionId: sessionId, sessionId: outcome.entry.sessionId, archivedTo: outcome.archivedTo },
+    done: {
+      agentId: location.agentId,
+      sessionKey: key,
+      reason: outcome.reason as StaleReason,
+      previousSessionId: sessionId,
+      sessionId: outcome.entry.sessionId,
+      archivedTo: outcome.archivedTo,
+      ...(beforeReset === null ? {} : { beforeReset }),
+    },
   };
 }
 

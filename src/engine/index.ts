@@ -109,5 +109,6 @@ export {
   type RunStartedEvent,
   type RunEndedEvent,
   type QueuedEntry,
+  agentRunnerConfig,
 } from './queue-state.js';
 export { laneCapacity, laneDir, type LaneSlot } from './lanes.js';

@@ -231,10 +231,28 @@ export function runnerFor(ctx: EngineContext, agentId: string): RunnerSpec | und
   if (!cache) runnerCache.set(ctx, (cache = new Map()));
   if (cache.has(agentId)) return cache.get(agentId);
   const agents = ctx.config.agents;
-  const agent = (agents?.list ?? []).find((candidate) => normalizeAgentId(candidate?.id) === agentId);
-  const spec = resolveRunnerSpec(agent?.runner as Record<string, unknown> | undefined, agents?.defaults?.runner as Record<string, unknown> | undefined);
+  const own = agentRunnerConfig(agents, agentId);
+  const spec = resolveRunnerSpec(own?.runner, agents?.defaults?.runner as Record<string, unknown> | undefined, own?.path);
   cache.set(agentId, spec);
   return spec;
+}
+
+/**
+ * An agent's own runner section and its config path: `agents.list[i].runner`, or in an
+ * agents.entries config `agents.entries.<key>.runner` (written in a switchboard overlay).
+ */
+export function agentRunnerConfig(agents: EngineContext['config']['agents'], agentId: string): { runner: Record<string, unknown>; path: string } | undefined {
+  const list = Array.isArray(agents?.list) ? agents.list : [];
+  const index = list.findIndex((candidate) => normalizeAgentId(candidate?.id) === agentId);
+  if (index >= 0) {
+    const runner = list[index]?.runner as Record<string, unknown> | undefined;
+    return runner === undefined ? undefined : { runner, path: `agents.list[${index}].runner` };
+  }
+  const entries = agents?.entries;
+  if (entries === null || typeof entries !== 'object') return undefined;
+  const key = Object.keys(entries).find((candidate) => normalizeAgentId(candidate) === agentId);
+  const runner = key === undefined ? undefined : (entries[key] as { runner?: Record<string, unknown> } | undefined)?.runner;
+  return runner === undefined || key === undefined ? undefined : { runner, path: `agents.entries.${key}.runner` };
 }
 
 /** True when some agent has a runner: only then can anything be queued or running. */
@@ -358,6 +376,8 @@ export interface RunStartedEvent {
   lane: string;
   /** Queued messages in this turn (a collect turn carries several). */
   messages: number;
+  /** Set on the agent's turn before a reset (`session.reset.beforeReset`), run on the old instance. */
+  beforeReset?: true;
 }
 
 export interface RunEndedEvent {

@@ -5,7 +5,7 @@ import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import { isInMemory, readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
-import { incognitoStoreFor, knownAgentIds, type EngineContext } from './context.js';
+import { incognitoStoreFor, knownAgentIds, noCommandAgent, type EngineContext } from './context.js';
 import { THIS_PROCESS, droppedEventOf, learnLiveness, ownerAlive, queueOf, runAlive, setQueue, type DroppedEvent, type Liveness, type QueuedEntry } from './queue-state.js';
 import { queueRuntimeFor } from './runtime.js';
 import { findSession, selectStores } from './sessions.js';
@@ -59,16 +59,24 @@ function stores(ctx: EngineContext): StoreLocation[] {
   return selectStores(ctx, { allAgents: true }).filter((location) => !seen.has(location.storePath) && seen.add(location.storePath));
 }
 
-function sessionFilter(ctx: EngineContext, session: string | undefined): ((key: string, entry: QueuedEntry) => boolean) | undefined {
+interface SessionFilter {
+  matches: (key: string, entry: QueuedEntry) => boolean;
+  /** A bare key with no owner to give it to: the error, unless it turns out to be a session id. */
+  noOwner?: SwitchboardError;
+}
+
+function sessionFilter(ctx: EngineContext, session: string | undefined): SessionFilter | undefined {
   if (session === undefined) return undefined;
   const wanted = session.trim();
   let key: string | undefined;
+  let noOwner: SwitchboardError | undefined;
   try {
-    key = normalizeExplicitSessionKey(wanted, ctx.table.defaultAgentId);
-  } catch {
+    key = normalizeExplicitSessionKey(wanted, ctx.table.owner);
+  } catch (err) {
+    if (err instanceof SwitchboardError && err.code === 'NO_OWNER') noOwner = noCommandAgent(ctx, `session key "${wanted}"`);
     key = undefined;
   }
-  return (candidate, entry) => candidate === key || entry.sessionId === wanted;
+  return { matches: (candidate, entry) => candidate === key || entry.sessionId === wanted, noOwner };
 }
 
 /** Liveness as listings show it: null for a process on another host (it cannot be checked from here). */
@@ -102,9 +110,11 @@ function itemsOf(location: StoreLocation, sessionKey: string, entry: QueuedEntry
 export async function listQueue(ctx: EngineContext, options: { session?: string } = {}): Promise<QueueListing> {
   const filter = sessionFilter(ctx, options.session);
   const listing: QueueListing = { items: [], active: [] };
+  let matched = false;
   for (const location of stores(ctx)) {
     const store = await readSessionStore(location.storePath);
-    const entries = Object.entries(store as Record<string, QueuedEntry>).filter(([key, entry]) => (filter ? filter(key, entry) : true));
+    const entries = Object.entries(store as Record<string, QueuedEntry>).filter(([key, entry]) => (filter ? filter.matches(key, entry) : true));
+    if (entries.length > 0 && filter !== undefined) matched = true;
     const liveness: Liveness = new Map();
     const incognito = isInMemory(location.storePath);
     await learnLiveness(ctx, location, entries.filter(([, entry]) => entry.activeRun || entry.queueOwner).map(([, entry]) => entry), liveness);
@@ -128,6 +138,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
       }
     }
   }
+  if (!matched && filter?.noOwner !== undefined) throw filter.noOwner;
   listing.items.sort((a, b) => a.enqueuedAt - b.enqueuedAt || (a.sessionKey < b.sessionKey ? -1 : a.sessionKey > b.sessionKey ? 1 : a.position - b.position));
   listing.active.sort((a, b) => a.startedAt - b.startedAt || (a.sessionKey < b.sessionKey ? -1 : 1));
   return listing;

@@ -65,7 +65,8 @@ export interface TurnSpec {
   /** Taken over from a run that died: its items may be recorded already (checked first). */
   recheck?: boolean;
   deliveryContext?: QueueDeliveryContext;
-  shape: 'start' | 'single' | 'collect' | 'overflow';
+  /** `before-reset`: the agent's turn on an instance about to be reset; its replies are not delivered. */
+  shape: 'start' | 'single' | 'collect' | 'overflow' | 'before-reset';
   /** overflow turns: what the overflow event reports. */
   overflow?: { dropped: number; summary: string[] };
 }
@@ -292,6 +293,7 @@ export class LocalRun {
         agentId: turn.ref.agentId,
         lane: turn.lane,
         messages: turn.shape === 'collect' ? turn.items.length : 1,
+        ...(turn.shape === 'before-reset' ? { beforeReset: true } : {}),
       });
       const handle = startRun(turn.spec, {
         runId: turn.runId,
@@ -407,6 +409,11 @@ export class LocalRun {
   /** `at`: when the runner produced the reply (its record's time; the mirror is stamped when delivered). */
   private async deliver(text: string, at: number): Promise<void> {
     const turn = this.turn;
+    if (turn.shape === 'before-reset') {
+      // The conversation is ending: what the agent says now is kept in the transcript, not sent.
+      await this.writer!.append([assistantRecord(text, at, { runId: turn.runId, reply: true, delivered: false, beforeReset: true })]);
+      return;
+    }
     let entry: QueuedEntry | undefined;
     try {
       entry = (await readSessionStore(this.location.storePath))[turn.ref.sessionKey] as QueuedEntry | undefined;

@@ -45,6 +45,7 @@ import {
   type SessionRef,
 } from './queue-state.js';
 import { LocalRun, executeTurn, updateStore, type RunHost, type TurnSpec } from './runs.js';
+import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
 
 const POLL_INTERVAL_MS = 250;
 const DRAIN_RETRY_MS = 1_000;
@@ -312,6 +313,8 @@ interface DrainPlan {
   sessionFile?: string;
   waitMs: number;
   turn?: DrainTurn;
+  /** The agent's turn before the pending rotation (claimed in this plan). */
+  beforeReset?: { runId: string; reason: string };
 }
 
 /**
@@ -321,7 +324,16 @@ interface DrainPlan {
  * daily/idle/cron one when nothing of the old instance waits any more), items pinned to a
  * rotated instance expire, and the next turn is claimed when its quiet window has passed.
  */
-function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, hasRunner: boolean, now: number, nowWall: number, afterOverflow: boolean): DrainPlan {
+function planDrain(
+  store: SessionStore,
+  ref: SessionRef,
+  liveness: Liveness,
+  hasRunner: boolean,
+  canTurnFirst: boolean,
+  now: number,
+  nowWall: number,
+  afterOverflow: boolean,
+): DrainPlan {
   const plan: DrainPlan = { kind: 'stop', events: [], records: [], outboxIds: [], waitMs: 0 };
   const entry = store[ref.sessionKey] as QueuedEntry | undefined;
   if (!entry) return plan;
@@ -347,6 +359,23 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
   const pending = entry.pendingReset;
   if (pending) {
     const oldWaiting = queueOf(entry).some((item) => item.sessionId === entry.sessionId);
+    if ((pending.expireOld || !oldWaiting) && pending.beforeReset === 'due' && canTurnFirst && typeof entry.sessionFile === 'string') {
+      // The agent's turn on the old instance comes first; the rotation is applied by the drain
+      // step after it, whatever became of the turn. Claimed once: the mark goes with the claim.
+      const { beforeReset: _due, ...rest } = pending;
+      entry.pendingReset = rest;
+      const runId = randomUUID();
+      if (!entry.queueOwner) entry.queueOwner = ownerRecord(now);
+      entry.activeRun = { ...THIS_PROCESS, runId, sessionId: entry.sessionId, startedAt: now, lane: 'main', messages: [{ runId }] };
+      delete entry.abortRequested;
+      delete entry.stopRequested;
+      delete entry.stopReason;
+      plan.kind = 'turn';
+      plan.sessionId = entry.sessionId;
+      plan.sessionFile = entry.sessionFile;
+      plan.beforeReset = { runId, reason: pending.reason };
+      return finish(plan, entry, true, now);
+    }
     if (pending.expireOld || !oldWaiting) {
       plan.rotation = { previousSessionId: entry.sessionId, previousSessionFile: entry.sessionFile as string | undefined, reason: pending.reason, model: pending.model };
       entry.sessionId = pending.newSessionId;
@@ -426,12 +455,13 @@ type DrainOutcome = { kind: 'stop' | 'done' } | { kind: 'turn'; shape: DrainTurn
 /** One drain step: plan in the store, then the side effects (events, rotation, records, the turn). */
 async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: SessionRef, afterOverflow: boolean): Promise<DrainOutcome> {
   const spec = runnerFor(ctx, ref.agentId);
+  const turnFirst = beforeResetFor(ctx, ref.agentId);
   const liveness: Liveness = new Map();
   let plan: DrainPlan | undefined;
   for (let attempt = 0; attempt < 4; attempt++) {
     const now = ctx.clock.now();
     const nowWall = systemClock.now();
-    plan = await updateStore(ctx, ref.location, (store) => planDrain(store, ref, liveness, spec !== undefined, now, nowWall, afterOverflow));
+    plan = await updateStore(ctx, ref.location, (store) => planDrain(store, ref, liveness, spec !== undefined, turnFirst !== undefined, now, nowWall, afterOverflow));
     if (plan.kind !== 'need-liveness') break;
     const store = await readSessionStore(ref.location.storePath);
     await learnLiveness(ctx, ref.location, [store[ref.sessionKey] as QueuedEntry | undefined], liveness);
@@ -460,6 +490,11 @@ async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: Session
   if (sessionId === undefined) return { kind: plan.kind === 'done' ? 'done' : 'stop' };
   const transcript = transcriptPathIn(location, plan.sessionFile ?? `${sessionId}.jsonl`);
 
+  if (plan.kind === 'turn' && plan.beforeReset && turnFirst) {
+    const { runId, reason } = plan.beforeReset;
+    await executeTurn(ctx, runtime, beforeResetTurnSpec(turnFirst, { ref, runId, sessionId, transcript, reason }));
+    return { kind: 'turn', shape: 'single' };
+  }
   if (plan.kind === 'turn' && plan.turn && spec) {
     // The run reads the outbox itself once it holds the session lock (nothing is appended twice).
     await executeTurn(ctx, runtime, buildTurn(ctx, ref, plan.turn, sessionId, transcript, spec, preRecords));

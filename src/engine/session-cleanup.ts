@@ -36,7 +36,7 @@ import {
   type StoreLocation,
 } from '../store/index.js';
 import { queueBusyKeys } from './queue.js';
-import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
+import { knownAgentIds, sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
 import { selectStores, type StoreSelection } from './sessions.js';
 
 /** Files stat-ed at once while building a snapshot: enough to hide latency, few file handles. */
@@ -168,12 +168,14 @@ export async function cleanupSessions(ctx: EngineContext, options: SessionCleanu
   return { mode: settings.mode, dryRun, stores, exitCode };
 }
 
-/** Active keys as the store spells them: explicit-key rules (a bare `foo` → `agent:<default>:foo`). */
+/** Active keys as the store spells them: explicit-key rules (a bare `foo` → `agent:<owner>:foo`). */
 export function normalizeActiveKeys(ctx: EngineContext, keys: readonly string[] | undefined): string[] {
   return (keys ?? []).flatMap((key) => {
     try {
-      return [normalizeExplicitSessionKey(key, ctx.table.defaultAgentId)];
-    } catch {
+      return [normalizeExplicitSessionKey(key, ctx.table.owner)];
+    } catch (err) {
+      // A bare key with no owner: it protects that key of every agent (keeping too much is safe).
+      if (err instanceof SwitchboardError && err.code === 'NO_OWNER') return knownAgentIds(ctx).map((id) => `agent:${id}:${key.trim().toLowerCase()}`);
       return [key.trim()];
     }
   });

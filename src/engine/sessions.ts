@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, normalizeAgentId } from '../core/index.js';
+import { SwitchboardError, normalizeAgentId, toSwitchboardError } from '../core/index.js';
 import { evaluateFreshness, resetPolicyFor, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
 import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
 import {
@@ -27,7 +27,12 @@ import {
   type StoreLocation,
   type TranscriptReadStats,
 } from '../store/index.js';
-import { incognitoStoreFor, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
+import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
+import { commandAgentId, incognitoStoreFor, noCommandAgent, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
+import { THIS_PROCESS, isThisProcess, queueOf, type QueuedEntry, type SessionRef } from './queue-state.js';
+import { updateStore } from './run-store.js';
+import { executeTurn, type RunHost } from './runs.js';
+import { queueRuntimeFor } from './runtime.js';
 
 export interface StoreSelection {
   agent?: string;
@@ -42,7 +47,7 @@ export function selectStores(ctx: EngineContext, selection: StoreSelection = {})
     const storePath = path.resolve(selection.storePath);
     return [{ agentId: normalizeAgentId(path.basename(path.dirname(path.dirname(storePath)))), sessionsDir: path.dirname(storePath), storePath }];
   }
-  const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : ctx.table.defaultAgentId];
+  const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
   const stored = agentIds.map((id) => storeFor(ctx, id));
   // A server's incognito sessions are part of what it shows (they exist nowhere else).
   const { incognitoRoot } = ctx;
@@ -164,9 +169,12 @@ export async function findSession(ctx: EngineContext, keyOrId: string, selection
   const wanted = keyOrId.trim();
   if (wanted === '') throw new SwitchboardError('USAGE', 'a session key or session id is required');
   let key: string | undefined;
+  let noOwner: unknown;
   try {
-    key = normalizeExplicitSessionKey(wanted, ctx.table.defaultAgentId);
-  } catch {
+    key = normalizeExplicitSessionKey(wanted, selection.agent ? normalizeAgentId(selection.agent) : ctx.table.owner);
+  } catch (err) {
+    // A bare key with no owner to give it to: still found as a session id, else NO_OWNER below.
+    if (err instanceof SwitchboardError && err.code === 'NO_OWNER') noOwner = noCommandAgent(ctx, `session key "${wanted}"`);
     key = undefined;
   }
   const stores =
@@ -185,6 +193,7 @@ export async function findSession(ctx: EngineContext, keyOrId: string, selection
       if (entry.sessionId === wanted) return { location, key: candidate, entry };
     }
   }
+  if (noOwner !== undefined) throw noOwner;
   throw new SwitchboardError('NOT_FOUND', `no session "${wanted}"`, { hint: 'list sessions with `switchboard sessions --all-agents`' });
 }
 
@@ -219,6 +228,69 @@ export interface ResetOutcome {
   previousSessionId: string;
   sessionId: string;
   archivedTo: string | null;
+  /** The agent's turn before the reset (`session.reset.beforeReset`); null when none is configured. */
+  beforeReset: BeforeResetReport | null;
+}
+
+/**
+ * How the turn before a reset went. `skipped`: it could not be had (the session was busy with a
+ * run or a queue, or changed meanwhile) — the reset went on without it. Any other status but
+ * `done` is a run_failed, recorded in the old transcript as well.
+ */
+export interface BeforeResetReport {
+  runId: string | null;
+  status: 'done' | 'failed' | 'timeout' | 'aborted' | 'skipped';
+  reason?: string;
+  message?: string;
+}
+
+/**
+ * The agent's turn on an idle session's current instance before a command rotates it (`sessions
+ * reset`, `maintain`): claimed in the store like any run (so ingest queues behind it), run to its
+ * end here, released. It never throws and never blocks the reset: whatever became of it is in the
+ * report. Messages that came in meanwhile wait in the queue; `handOffQueue` runs them afterwards.
+ */
+export async function turnBeforeReset(ctx: EngineContext, location: StoreLocation, key: string, sessionId: string, reason: string): Promise<BeforeResetReport | null> {
+  const plan = beforeResetFor(ctx, location.agentId);
+  if (plan === undefined) return null;
+  const runId = randomUUID();
+  const ref: SessionRef = { location, agentId: location.agentId, sessionKey: key };
+  let transcript: string | 'busy' | 'changed';
+  try {
+    transcript = await updateStore(ctx, location, (store) => {
+      const entry = (Object.hasOwn(store, key) ? store[key] : undefined) as QueuedEntry | undefined;
+      if (entry === undefined || entry.sessionId !== sessionId || sessionEntryProblem(entry, location.sessionsDir) !== null) return 'changed';
+      if (entry.activeRun || entry.pendingReset || queueOf(entry).length > 0 || (entry.queueOwner && !isThisProcess(entry.queueOwner))) return 'busy';
+      const now = ctx.clock.now();
+      entry.activeRun = { ...THIS_PROCESS, runId, sessionId, startedAt: now, lane: 'main', messages: [{ runId }] };
+      return transcriptFileOf(location, entry, key);
+    });
+  } catch (err) {
+    return { runId: null, status: 'skipped', reason: 'store', message: toSwitchboardError(err).message };
+  }
+  if (transcript === 'busy') return { runId: null, status: 'skipped', reason: 'busy', message: 'the session had a run or waiting messages; reset without the turn' };
+  if (transcript === 'changed') return { runId: null, status: 'skipped', reason: 'changed', message: 'the session changed meanwhile' };
+  const runtime = queueRuntimeFor(ctx);
+  const report: BeforeResetReport = { runId, status: 'done' };
+  const host: RunHost = {
+    emit: (event) => {
+      if (event.type === 'run_failed' && event.runId === runId) Object.assign(report, { status: event.status, reason: event.reason, message: event.message });
+      runtime.emit(event);
+    },
+    register: (run) => runtime.register(run),
+    unregister: (run) => runtime.unregister(run),
+    takePendingAbort: (id) => runtime.takePendingAbort(id),
+    suppressDrain: () => undefined,
+  };
+  await executeTurn(ctx, host, beforeResetTurnSpec(plan, { ref, runId, sessionId, transcript, reason }));
+  return report;
+}
+
+/** After a command's rotation: what came in during its turn is drained by this process (the run's holder). */
+export async function handOffQueue(ctx: EngineContext, location: StoreLocation, key: string): Promise<void> {
+  const entry = (await readSessionStore(location.storePath).catch(() => ({}) as Record<string, SessionEntry>))[key] as QueuedEntry | undefined;
+  if (entry === undefined || entry.activeRun || !entry.queueOwner || !isThisProcess(entry.queueOwner)) return;
+  queueRuntimeFor(ctx).scheduleDrain({ location, agentId: location.agentId, sessionKey: key }, 0);
 }
 
 export interface RotationRequest {
@@ -300,6 +372,7 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
 /** Rotates a session now (`sessions reset`), waiting for an append or run in progress to finish. */
 export async function resetSession(ctx: EngineContext, keyOrId: string, options: { reason?: string; model?: string } & StoreSelection = {}): Promise<ResetOutcome> {
   const found = await findSession(ctx, keyOrId, options);
+  const beforeReset = await turnBeforeReset(ctx, found.location, found.key, found.entry.sessionId, 'command');
   const outcome = await rotateInstance(ctx, {
     location: found.location,
     key: found.key,
@@ -314,7 +387,8 @@ export async function resetSession(ctx: EngineContext, keyOrId: string, options:
   if (outcome.kind !== 'rotated') {
     throw new SwitchboardError('SESSION_BUSY', `session "${found.key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
   }
-  return { sessionKey: found.key, previousSessionId: found.entry.sessionId, sessionId: outcome.entry.sessionId, archivedTo: outcome.archivedTo };
+  if (beforeReset !== null) await handOffQueue(ctx, found.location, found.key);
+  return { sessionKey: found.key, previousSessionId: found.entry.sessionId, sessionId: outcome.entry.sessionId, archivedTo: outcome.archivedTo, beforeReset };
 }
 
 /** Sets or clears `pinned` (pinned sessions are never pruned, capped or evicted). */

@@ -28,6 +28,10 @@ export {
   type Freshness,
   type ResetTrigger,
   type ResetTriggerOptions,
+  resolveBeforeReset,
+  DEFAULT_BEFORE_RESET_PROMPT,
+  DEFAULT_BEFORE_RESET_TIMEOUT_SECONDS,
+  type BeforeResetSettings,
 } from './reset.js';
 
 export {

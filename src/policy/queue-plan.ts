@@ -112,6 +112,11 @@ export interface PendingReset {
   model?: string;
   /** A reset command abandons what waits under the old instance; a daily/idle/cron rotation drains it first. */
   expireOld: boolean;
+  /**
+   * `due`: the agent's turn before the reset (`session.reset.beforeReset`) has not run yet; the
+   * rotation waits for it. Taken off when that turn is claimed, so it runs at most once.
+   */
+  beforeReset?: 'due';
 }
 
 /** `entry.outbox`: transcript records waiting for the session write lock (held by a run elsewhere). */

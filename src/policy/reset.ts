@@ -95,7 +95,58 @@ function readResetBlock(value: unknown, path: string): ResetBlock | undefined {
   }
   const timezone = readTimeZone(raw.timezone, `${path}.timezone`);
   if (timezone !== undefined) block.timezone = timezone;
+  if (path !== 'session.reset' && (raw as Record<string, unknown>).beforeReset !== undefined) {
+    // One turn before every reset of a session, whatever block decides when: a per-channel or
+    // per-type value would silently do nothing, so it is refused where it is written.
+    throw new SwitchboardError('CONFIG_INVALID', `${path}.beforeReset: only session.reset.beforeReset is read`, {
+      hint: 'move it to session.reset.beforeReset (it applies to every reset of every session)',
+      details: { path: `${path}.beforeReset` },
+    });
+  }
   return block;
+}
+
+/** `session.reset.beforeReset`, resolved: the agent's one turn on the old instance before any reset. */
+export interface BeforeResetSettings {
+  /** What the runner gets as the turn's message. */
+  prompt: string;
+  /** The turn is stopped (status `timeout`, reported) after this long; the reset goes on. */
+  timeoutMs: number;
+}
+
+export const DEFAULT_BEFORE_RESET_PROMPT =
+  'This conversation is about to be reset and a new one will start. Save anything you want to keep now; nothing you reply here is sent to the user.';
+export const DEFAULT_BEFORE_RESET_TIMEOUT_SECONDS = 120;
+
+/**
+ * `true` or an object `{prompt?, timeoutSeconds?}` turns the turn on (defaults for what is left
+ * out); absent, null or `false` leaves it off. Anything else is CONFIG_INVALID naming the path.
+ */
+export function resolveBeforeReset(session: SessionConfig | undefined): BeforeResetSettings | undefined {
+  const reset = session?.reset as Record<string, unknown> | undefined;
+  const path = 'session.reset.beforeReset';
+  if (reset === undefined || reset === null || typeof reset !== 'object') return undefined;
+  const raw = reset.beforeReset;
+  if (raw === undefined || raw === null || raw === false) return undefined;
+  const settings: BeforeResetSettings = { prompt: DEFAULT_BEFORE_RESET_PROMPT, timeoutMs: DEFAULT_BEFORE_RESET_TIMEOUT_SECONDS * 1000 };
+  if (raw === true) return settings;
+  if (typeof raw !== 'object' || Array.isArray(raw)) configError(path, raw, 'true, false or an object {prompt, timeoutSeconds}');
+  const block = raw as Record<string, unknown>;
+  for (const key of Object.keys(block)) {
+    if (key !== 'prompt' && key !== 'timeoutSeconds') {
+      throw new SwitchboardError('CONFIG_INVALID', `${path}.${key}: unknown key (known: prompt, timeoutSeconds)`, { details: { path: `${path}.${key}` } });
+    }
+  }
+  if (block.prompt !== undefined) {
+    if (typeof block.prompt !== 'string' || block.prompt.trim() === '') configError(`${path}.prompt`, block.prompt, 'a non-empty text');
+    settings.prompt = block.prompt;
+  }
+  if (block.timeoutSeconds !== undefined) {
+    const seconds = block.timeoutSeconds;
+    if (typeof seconds !== 'number' || !Number.isFinite(seconds) || !(seconds > 0)) configError(`${path}.timeoutSeconds`, seconds, 'a number of seconds greater than 0');
+    settings.timeoutMs = Math.max(1, Math.round(seconds * 1000));
+  }
+  return settings;
 }
 
 function ownEntry<T>(record: Record<string, T> | undefined, wanted: string): [string, T] | undefined {
@@ -207,6 +258,7 @@ export function validateResetConfig(session: SessionConfig | undefined): void {
     for (const name of Object.keys(byChannel)) readResetBlock(byChannel[name], `session.resetByChannel.${name}`);
   }
   resolveResetTriggers(session);
+  resolveBeforeReset(session);
 }
 
 export interface SessionTimes {

@@ -55,10 +55,18 @@ export function normalizePeer(raw: unknown, path: string, code: InputErrorCode =
   return { kind, id };
 }
 
+/**
+ * Member role ids exactly as given (OpenClaw compares them untrimmed, and any non-empty list
+ * counts for the guild+roles tier); numbers are stringified, anything else is a typed error.
+ */
 function roleList(raw: unknown, path: string, code: InputErrorCode): string[] {
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw)) return fail(code, path, `must be an array of strings, got ${describeType(raw)}`);
-  return raw.map((role, i) => optionalText(role, `${path}[${i}]`, code) ?? '').filter((role) => role !== '');
+  return raw.map((role, i) => {
+    if (typeof role === 'string') return role;
+    if (typeof role === 'number' && Number.isFinite(role)) return String(role);
+    return fail(code, `${path}[${i}]`, `must be a string, got ${describeType(role)}`);
+  });
 }
 
 /** Normalises the routing fields of a raw object (a route input or an inbound message). */

@@ -100,7 +100,7 @@ function constraintRejection(binding: CompiledBinding, input: RouteInput): strin
     return input.teamId ? `team ${binding.teamId} ≠ ${input.teamId}` : `needs team ${binding.teamId}, input has none`;
   }
   if (binding.roles.length > 0 && !binding.roles.some((role) => input.memberRoleIds.includes(role))) {
-    return `role missing (needs any of ${binding.roles.join(', ')})`;
+    return `role missing (needs any of ${binding.roles.map((role) => JSON.stringify(role)).join(', ')})`;
   }
   return undefined;
 }

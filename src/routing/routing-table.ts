@@ -121,7 +121,10 @@ function compileBinding(raw: Binding, index: number, agentId: string, warnings: 
     }
     peer = { kind, peerClass: peerClassOf(kind), id, wildcard: id === '*' };
   }
-  const roles = Array.isArray(match.roles) ? match.roles.map((role) => text(role)).filter((role): role is string => !!role) : [];
+  // Role ids are compared exactly as written, as OpenClaw does (no trimming, a blank id is still
+  // a constraint): trimming here made " r1" match members with role "r1", and dropping a blank id
+  // turned a roles binding into a guild-wide one.
+  const roles = Array.isArray(match.roles) ? match.roles.map((role) => (typeof role === 'number' ? String(role) : role)).filter((role): role is string => typeof role === 'string') : [];
   const partial = {
     index,
     agentId,

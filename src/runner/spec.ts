@@ -14,7 +14,8 @@ export type RunnerConfigInput = { readonly [key: string]: unknown };
 const FIELDS = ['command', 'timeoutSeconds', 'env', 'delayMs', 'toolCalls', 'steering'] as const;
 
 /**
- * Merges `agents.list[i].runner` over `agents.defaults.runner`, field by field (`env` key by key,
+ * Merges an agent's runner (`agents.list[i].runner`, or `agents.entries.<id>.runner` from a
+ * switchboard overlay; `agentPath` names it in errors) over `agents.defaults.runner`, field by field (`env` key by key,
  * the agent's value winning). Returns undefined when neither gives a `command`.
  * A string command is either a built-in name or split on whitespace into argv — no shell, no
  * quoting, no variable expansion; use an array when an argument contains spaces.
@@ -22,11 +23,12 @@ const FIELDS = ['command', 'timeoutSeconds', 'env', 'delayMs', 'toolCalls', 'ste
 export function resolveRunnerSpec(
   agentRunner: RunnerConfigInput | undefined,
   defaultsRunner: RunnerConfigInput | undefined,
+  agentPath = 'agents.list[].runner',
 ): RunnerSpec | undefined {
   const merged: Record<string, { value: unknown; source: string }> = {};
   for (const [config, source] of [
     [defaultsRunner, 'agents.defaults.runner'],
-    [agentRunner, 'agents.list[].runner'],
+    [agentRunner, agentPath],
   ] as const) {
     if (config === undefined || config === null) continue;
     if (typeof config !== 'object' || Array.isArray(config)) {

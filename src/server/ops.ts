@@ -143,7 +143,7 @@ function subscribe(params: Record<string, unknown>, ctx: OpContext): { subscribe
   if (raw === undefined) {
     ctx.client.subscription = 'all';
   } else if (ctx.client.subscription !== 'all') {
-    const key = normalizeExplicitSessionKey(raw, ctx.engine.table.defaultAgentId);
+    const key = normalizeExplicitSessionKey(raw, ctx.engine.table.owner);
     ctx.client.subscription = new Set([...(ctx.client.subscription ?? []), key]);
   }
   return { subscribed: subscriptionOf(ctx.client) };
@@ -156,7 +156,7 @@ function unsubscribe(params: Record<string, unknown>, ctx: OpContext): { subscri
   if (raw === undefined || current === null) {
     ctx.client.subscription = null;
   } else if (current !== 'all') {
-    current.delete(normalizeExplicitSessionKey(raw, ctx.engine.table.defaultAgentId));
+    current.delete(normalizeExplicitSessionKey(raw, ctx.engine.table.owner));
     if (current.size === 0) ctx.client.subscription = null;
   } else {
     throw badRequest('subscribed to every session: unsubscribe without "sessionKey" to stop');

@@ -7,8 +7,10 @@ import { SwitchboardError } from '../../src/core/index.js';
 import { assertConfigInvalid } from '../helpers.js';
 import type { SessionConfig } from '../../src/config/types.js';
 import {
+  DEFAULT_BEFORE_RESET_PROMPT,
   evaluateFreshness,
   hostTimeZone,
+  resolveBeforeReset,
   parseResetTrigger,
   resolveResetPolicy,
   resolveResetTriggers,
@@ -430,5 +432,23 @@ describe('resolveResetTriggers', () => {
     assertConfigInvalid(() => resolveResetTriggers({ resetTriggers: '/new' as unknown as string[] }), 'session.resetTriggers');
     assertConfigInvalid(() => resolveResetTriggers({ resetTriggers: ['/new', 'two words'] }), 'session.resetTriggers[1]');
     assertConfigInvalid(() => resolveResetTriggers({ resetTriggers: [3 as unknown as string] }), 'session.resetTriggers[0]');
+  });
+});
+
+describe('session.reset.beforeReset', () => {
+  it('is off unless asked for; true takes the defaults; an object overrides field by field', () => {
+    assert.equal(resolveBeforeReset(undefined), undefined);
+    assert.equal(resolveBeforeReset({ reset: { mode: 'daily' } }), undefined);
+    assert.equal(resolveBeforeReset({ reset: { beforeReset: false } }), undefined);
+    assert.deepEqual(resolveBeforeReset({ reset: { beforeReset: true } }), { prompt: DEFAULT_BEFORE_RESET_PROMPT, timeoutMs: 120_000 });
+    assert.deepEqual(resolveBeforeReset({ reset: { beforeReset: { prompt: 'save', timeoutSeconds: 1.5 } } }), { prompt: 'save', timeoutMs: 1500 });
+  });
+
+  it('refuses wrong shapes and misplaced blocks with their path', () => {
+    assertConfigInvalid(() => resolveBeforeReset({ reset: { beforeReset: 'yes' as never } }), 'session.reset.beforeReset');
+    assertConfigInvalid(() => resolveBeforeReset({ reset: { beforeReset: { timeoutSeconds: 0 } } }), 'session.reset.beforeReset.timeoutSeconds');
+    assertConfigInvalid(() => resolveBeforeReset({ reset: { beforeReset: { prompt: '  ' } } }), 'session.reset.beforeReset.prompt');
+    assertConfigInvalid(() => resolveBeforeReset({ reset: { beforeReset: { runner: {} } as never } }), 'session.reset.beforeReset.runner');
+    assertConfigInvalid(() => validateResetConfig({ resetByChannel: { slack: { beforeReset: true } as never } }), 'session.resetByChannel.slack.beforeReset');
   });
 });

@@ -175,7 +175,7 @@ describe('strict where OpenClaw is strict', () => {
   test('roster keys that are not valid agent ids, duplicates and stray entry keys are refused', async () => {
     await refused({ agents: { entries: { ' ops': {} } } }, /agents\.entries\[" ops"\]: invalid agent id key/);
     await refused({ agents: { ownership: 'explicit', entries: { Ops: {}, ops: {} } } }, /agents\.entries\.ops: keys "Ops" and "ops" are the same agent id/);
-    await refused({ agents: { entries: { main: { runner: { command: 'cat' } } } } }, /agents\.entries\.main\.runner: unknown key/);
+    await refused({ agents: { entries: { main: { runner: { command: 'cat' } } } } }, /agents\.entries\.main\.runner: OpenClaw refuses this key/);
     await refused({ agents: { entries: { a: {}, b: {} } } }, /agents\.ownership: several agents/);
     await refused({ agents: { entries: { a: {} } }, bindings: [{ agentId: 'b', match: { channel: 'slack' } }] }, /bindings\[0\]\.agentId: agent "b" is not in agents\.entries/);
   });

@@ -107,6 +107,22 @@ describe('tiers', () => {
     assert.equal(r.route.matchedBy, 'binding.guild');
   });
 
+  test('role ids are compared exactly as OpenClaw compares them: untrimmed, and a blank id is still a constraint', () => {
+    const entries = { entries: { main: { default: true }, work: {} } };
+    for (const roster of [agents, entries] as SwitchboardConfig['agents'][]) {
+      const padded = { agents: roster, bindings: [{ agentId: 'work', match: { channel: 'discord', guildId: 'g1', roles: [' r1 '] } }] };
+      assert.equal(route(padded, { channel: 'discord', guildId: 'g1', memberRoleIds: ['r1'] }).route.agentId, 'main', 'a padded binding role is not role r1');
+      assert.equal(route(padded, { channel: 'discord', guildId: 'g1', memberRoleIds: [' r1 '] }).route.matchedBy, 'binding.guild+roles');
+      const plain = { agents: roster, bindings: [{ agentId: 'work', match: { channel: 'discord', guildId: 'g1', roles: ['r1'] } }] };
+      assert.equal(route(plain, { channel: 'discord', guildId: 'g1', memberRoleIds: [' r1'] }).route.agentId, 'main', 'a padded member role is not role r1');
+      // A blank role never widens the binding to the whole guild.
+      const blank = { agents: roster, bindings: [{ agentId: 'work', match: { channel: 'discord', guildId: 'g1', roles: [''] } }] };
+      assert.equal(route(blank, { channel: 'discord', guildId: 'g1', memberRoleIds: ['r1'] }).route.agentId, 'main');
+      assert.equal(route(blank, { channel: 'discord', guildId: 'g1' }).route.agentId, 'main');
+      assert.equal(route(blank, { channel: 'discord', guildId: 'g1', memberRoleIds: [''] }).route.matchedBy, 'binding.guild+roles');
+    }
+  });
+
   test('a peer+guild binding whose peer differs is no guild fallback', () => {
     const config = { agents, bindings: [{ agentId: 'work', match: { channel: 'discord', guildId: 'g1', peer: { kind: 'channel', id: 'c1' } } }] };
     assert.equal(route(config, { channel: 'discord', guildId: 'g1', peer: 'channel:c2' }).route.matchedBy, 'default');
