@@ -82,6 +82,7 @@ export {
   showQueued,
   cancelQueued,
   abortSession,
+  thisCanceller,
   queueBusyKeys,
   dropIncognitoQueues,
   type QueueListing,
@@ -89,6 +90,7 @@ export {
   type QueueActiveRun,
   type QueueLookup,
   type CancelOutcome,
+  type CancelRequest,
   type AbortOutcome,
 } from './queue.js';
 export {
@@ -96,6 +98,7 @@ export {
   type ReplyEvent,
   type DroppedEvent,
   type DroppedReason,
+  type CancelledBy,
   type ExpiredEvent,
   type RunFailedEvent,
   type OverflowEvent,
