@@ -12,8 +12,11 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { BIN, jsonLines, runCli, tempDir } from '../helpers.js';
 import { LiveIngest, assertStoreValid, dm, killLiveIngests, queueCli, queueEnv, queueRunner, type QueueEnv } from '../fixtures/queue-lib.js';
+import { connectClient } from '../../src/server/index.js';
+import { cleanEnv, startServe, stopAllServers } from '../serve-process.js';
 
 after(killLiveIngests);
+after(stopAllServers);
 
 const KEY = 'agent:main:direct:alice';
 const alice = (text: string, extra: Record<string, unknown> = {}) => dm('alice', text, extra);
@@ -91,6 +94,69 @@ describe('queue cancel and abort', () => {
     assert.deepEqual([b.sessionKey, b.requester, typeof b.cancelledBy.pid, typeof b.cancelledBy.at], [KEY, 'alice', 'number', 'number']);
     assert.deepEqual(live.events.filter((e) => e.type === 'run_started').map((e) => e.runId), ['A'], 'nothing cancelled ran');
     assert.equal(JSON.stringify(JSON.parse(fs.readFileSync(path.join(env.state, 'agents', 'main', 'sessions', 'sessions.json'), 'utf8'))[KEY].cancelledItems), undefined, 'reported, then gone from the store');
+  });
+});
+
+describe('cancel knows who asked', () => {
+  test('the ingest that submitted a cancelled or aborted message reports it as dropped, with who did it, before it ends', async () => {
+    const env = queueEnv(holdConfig());
+    const live = new LiveIngest(env);
+    live.send(alice('active', { runId: 'A' }), alice('b', { runId: 'B' }), alice('c', { runId: 'C' }));
+    await live.waitFor((e) => e.type === 'run_started', 'the active run');
+    await live.result(3);
+    const cancel = await queueCli(env, ['queue', 'cancel', 'B', '--json']);
+    assert.equal(cancel.code, 0, cancel.stderr);
+    const abort = await queueCli(env, ['queue', 'abort', '--session', KEY, '--json']);
+    assert.equal(abort.code, 0, abort.stderr);
+    await live.finish();
+    const user = os.userInfo().username;
+    const drops = live.events.filter((e) => e.type === 'dropped');
+    assert.deepEqual(
+      drops.map((e) => [e.runId, e.reason, e.requester, e.cancelledBy?.user, e.cancelledBy?.hostname]),
+      [
+        ['B', 'cancelled', 'alice', user, os.hostname()],
+        ['C', 'stopped', 'alice', user, os.hostname()],
+      ],
+    );
+    assert.ok(drops.every((e) => Number.isInteger(e.cancelledBy.pid) && e.cancelledBy.pid !== live.child.pid), 'the pid is the cancelling process, not the ingest');
+    const ended = live.events.findIndex((e) => e.type === 'run_ended');
+    assert.ok(live.events.findIndex((e) => e.type === 'dropped') < ended, 'reported before the run_ended that ends the stream');
+  });
+
+  test('send --socket: the server reports the cancel of the message it queued to the send that is waiting on it', async () => {
+    const state = tempDir('sb-cancel-');
+    const config = path.join(state, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ session: { dmScope: 'per-peer' }, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } }, messages: { queue: { mode: 'followup', debounceMs: 0 } } }));
+    const serve = await startServe(state, ['--config', config, '--grace', '100']);
+    const client = await connectClient(serve.socketPath);
+    try {
+      const first = await client.request<{ events: { disposition: string }[] }>('ingest', { message: { channel: 'telegram', peer: 'direct:1', text: 'long', runId: 't1' } });
+      assert.equal(first.events[0].disposition, 'started');
+      const send = spawn(process.execPath, [BIN, 'send', 'second', '--channel', 'telegram', '--peer', 'direct:1', '--run-id', 't2', '--socket', serve.socketPath, '--state-dir', state, '--config', config], {
+        env: cleanEnv() as NodeJS.ProcessEnv,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      send.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => send.on('close', resolve));
+      const deadline = Date.now() + 20_000;
+      while (!/"disposition":"queued"/.test(out)) {
+        assert.ok(Date.now() < deadline, `send never said queued: ${out}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const cancel = await runCli(['queue', 'cancel', 't2', '--reason', 'sent twice', '--json', '--state-dir', state, '--config', config]);
+      assert.equal(cancel.code, 0, cancel.stderr);
+      assert.equal(jsonLines(cancel.stdout)[0].cancelledBy.reason, 'sent twice');
+      await client.request('queue.abort', { session: 'agent:main:direct:1' });
+      assert.equal(await exited, 0);
+      const events = jsonLines(out);
+      const dropped = events.find((e) => e.type === 'dropped');
+      assert.ok(dropped, `send reported the cancel: ${out}`);
+      assert.deepEqual([dropped.runId, dropped.reason, dropped.cancelledBy.reason, dropped.cancelledBy.user], ['t2', 'cancelled', 'sent twice', os.userInfo().username]);
+    } finally {
+      await client.close();
+      await serve.stop();
+    }
   });
 });
 
