@@ -8,7 +8,7 @@ import { followTranscript, messageContentText, pause, readTranscript, type Trans
 import { ASKS_FIRST, addDestructiveFlags as addFlags, dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
-import { registerCleanupCommand } from './maintenance.js';
+import { registerCleanupCommand } from './cleanup-and-maintain.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 
