@@ -29,7 +29,7 @@ export function addDestructiveFlags(command: Command, what = 'per target'): Comm
 }
 
 /** The help line every destructive command shows. */
-export const ASKS_FIRST = 'Asks first on a terminal (--yes skips); never asks in a pipe or from cron. Answering no changes nothing (exit 0).';
+export const ASKS_FIRST = 'Asks first on a terminal (--yes skips); never asks in a pipe or from cron.\nAnswering no changes nothing (exit 0).';
 
 /** What a destructive command is about to do, one entry per change. */
 export interface DestructivePlan {

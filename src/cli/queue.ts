@@ -46,9 +46,10 @@ Examples:
     .addHelpText(
       'after',
       `
-Who cancelled (pid, user, host) and --reason are printed here, and the ingest, send or serve
-that submitted the item and drains its session reports it as {"type":"dropped","reason":"cancelled",
-"cancelledBy":{…}} before it ends. ${ASKS_FIRST}
+Who cancelled (pid, user, host) and --reason are printed here, and the ingest, send or
+serve that submitted the item and drains its session reports it before it ends as
+{"type":"dropped","reason":"cancelled","cancelledBy":{…}}.
+${ASKS_FIRST}
 
 Examples:
   $ switchboard queue cancel client-run-7 --reason "sent twice"
@@ -65,8 +66,9 @@ Examples:
     .addHelpText(
       'after',
       `
-The active run is stopped by the process that runs it, within about a quarter of a second; the
-stream that submitted a cancelled item reports it (dropped, reason stopped). ${ASKS_FIRST}
+The active run is stopped by the process that runs it, within about a quarter of a second;
+the stream that submitted a cancelled item reports it (dropped, reason stopped).
+${ASKS_FIRST}
 
 Examples:
   $ switchboard queue abort --session agent:main:direct:alice --json
