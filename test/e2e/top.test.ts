@@ -297,4 +297,26 @@ describe('top in a terminal', { timeout: 120_000 }, () => {
       tm('kill-server');
     }
   });
+
+  test('in tmux: SIGTERM leaves the alternate screen too, and exits 143', { skip }, async () => {
+    const state = tempDir('sb-top-');
+    const tmuxSocket = path.join(state, 'tmux.sock');
+    const tm = (...args: string[]) => spawnSync('tmux', ['-S', tmuxSocket, ...args], { encoding: 'utf8', env: cleanEnv() as NodeJS.ProcessEnv });
+    const pane = (): string => tm('capture-pane', '-p', '-t', 'top').stdout;
+    const pidFile = path.join(state, 'top.pid');
+    try {
+      // exec keeps the pid the shell wrote, so the test signals exactly the top it started.
+      const command = `echo BEFORE-TOP; sh -c 'echo $$ > ${pidFile}; exec ${process.execPath} ${BIN} top --state-dir ${state}'; echo EXIT=$?; sleep 30`;
+      assert.equal(tm('new-session', '-d', '-s', 'top', '-x', '80', '-y', '24', '-c', REPO_ROOT, command).status, 0);
+      const text = await eventually(async () => pane(), (t) => /^switchboard top/m.test(t), 'top at the top left of the screen');
+      assert.match(text.split('\n')[0], /^switchboard top /, 'drawn from the first line');
+      process.kill(Number(fs.readFileSync(pidFile, 'utf8').trim()), 'SIGTERM');
+      const after = await eventually(async () => pane(), (t) => /^EXIT=\d+$/m.test(t), 'top to exit');
+      assert.match(after, /^EXIT=143$/m);
+      assert.match(after, /^BEFORE-TOP\nEXIT=143$/m, 'the shell screen as it was');
+      assert.doesNotMatch(after, /switchboard top/);
+    } finally {
+      tm('kill-server');
+    }
+  });
 });

@@ -36,7 +36,8 @@ export function createTopFeed(setup: Omit<TopSetup, 'streams' | 'color'>): TopFe
 }
 
 /** xterm's alternate screen: top draws there, and leaving it shows the shell's screen as it was. */
-const ENTER_ALTERNATE_SCREEN = '\u001B[?1049h';
+/** …and the cursor to its top left: the shell left it at the bottom, where ink would start drawing. */
+const ENTER_ALTERNATE_SCREEN = '\u001B[?1049h\u001B[H';
 const LEAVE_ALTERNATE_SCREEN = '\u001B[?1049l';
 /** "Erase saved lines": ink sends it with every full clear; it would wipe the user's scrollback. */
 const ERASE_SCROLLBACK = '\u001B[3J';
