@@ -78,6 +78,12 @@ export {
   forgetMessageId,
   deliveryTarget,
   setDeliveryAddress,
+  messageAddress,
+  planDelivery,
+  isOwnerMessage,
+  type DeliveryAddress,
+  type DeliveryOwner,
+  type DeliveryPlan,
   type RecentMessageIds,
   DUPLICATE_WINDOW_MS,
   type PlannedEntry,
@@ -127,6 +133,7 @@ export {
 
 export {
   planAdmission,
+  sameDeliveryRoute,
   enqueueItem,
   planNextTurn,
   splitByInstance,
