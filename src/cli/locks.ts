@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { findSession, transcriptFileOf } from '../engine/index.js';
-import { listLocks, releaseLock } from '../store/index.js';
+import { listLocks, releaseLock, type ReleaseLockResult } from '../store/index.js';
+import { addDestructiveFlags, dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
 import { formatAge, table } from './format.js';
 import type { ProgramHooks } from './main.js';
@@ -21,13 +22,24 @@ export function registerLockCommands(program: Command, hooks: ProgramHooks): voi
     .description('every lock under the state dir with its holder, age, and whether it is stale or past its max hold')
     .addHelpText('after', '\nExample:\n  $ switchboard locks list')
     .action(hooks.action((ctx: CliContext) => runList(ctx)));
-  locks
-    .command('release')
-    .argument('<key-or-path>', 'a session key or id, a transcript or sessions.json path, or a .lock path')
-    .option('--force', 'release even a live holder within its max hold (it then stops writing)')
-    .description('clear a lock; refuses a live, in-time holder unless --force')
-    .addHelpText('after', '\nExample:\n  $ switchboard locks release ~/.switchboard/agents/main/sessions/sessions.json --force')
-    .action(hooks.action((ctx: CliContext, target: string) => runRelease(ctx, target)));
+  addDestructiveFlags(
+    locks
+      .command('release')
+      .argument('<key-or-path...>', 'session keys or ids, transcript or sessions.json paths, or .lock paths')
+      .option('--force', 'release even a live holder within its max hold (it then stops writing)'),
+  )
+    .description('clear locks; refuses a live, in-time holder unless --force (then nothing is released)')
+    .addHelpText(
+      'after',
+      `
+Every lock is checked before any is released. With --force a person at a terminal is asked
+first (--yes skips); never asked in a pipe or from cron. Answering no changes nothing (exit 0).
+
+Examples:
+  $ switchboard locks release ~/.switchboard/agents/main/sessions/sessions.json --force
+  $ switchboard locks release agent:main:direct:alice agent:main:direct:bob --force --dry-run`,
+    )
+    .action(hooks.action((ctx: CliContext, targets: string[]) => runRelease(ctx, targets)));
 }
 
 async function runList(ctx: CliContext): Promise<number> {
@@ -52,16 +64,35 @@ async function runList(ctx: CliContext): Promise<number> {
   return 0;
 }
 
-async function runRelease(ctx: CliContext, target: string): Promise<number> {
-  let lockTarget = target;
-  if (!fs.existsSync(target)) {
-    // Not a path: a session key or id names the lock of its current transcript.
-    const found = await findSession(await ctx.engine(), target);
-    lockTarget = transcriptFileOf(found.location, found.entry);
-  }
+function describeRelease(result: ReleaseLockResult): string {
+  const holder = result.owner ? ` held by pid ${result.owner.pid} on ${result.owner.hostname}` : '';
+  return `${result.lockPath}${result.forced ? ` (forced:${holder}, alive)` : result.wasStale ? ' (stale)' : result.wasOverHeld ? ' (past its max hold)' : ' (holder gone)'}`;
+}
+
+async function runRelease(ctx: CliContext, targets: string[]): Promise<number> {
   const force = (ctx.options as { force?: boolean }).force === true;
-  const result = await releaseLock(lockTarget, { force, staleMs: (await ctx.config()).config.session?.writeLock?.staleMs });
-  if (ctx.json) writeJsonLine(ctx.streams.stdout, result);
-  else ctx.streams.stdout.write(`released ${result.lockPath}${result.forced ? ' (forced: the holder was alive)' : result.wasStale ? ' (stale)' : result.wasOverHeld ? ' (past its max hold)' : ''}\n`);
+  const staleMs = (await ctx.config()).config.session?.writeLock?.staleMs;
+  const lockTargets: string[] = [];
+  for (const target of targets) {
+    let lockTarget = target;
+    if (!fs.existsSync(target)) {
+      // Not a path: a session key or id names the lock of its current transcript.
+      const found = await findSession(await ctx.engine(), target);
+      lockTarget = transcriptFileOf(found.location, found.entry);
+    }
+    if (!lockTargets.includes(lockTarget)) lockTargets.push(lockTarget);
+  }
+  // The same checks as the release itself: a live holder without --force refuses them all.
+  const planned: ReleaseLockResult[] = [];
+  for (const lockTarget of lockTargets) planned.push(await releaseLock(lockTarget, { force, staleMs, dryRun: true }));
+  const steps = planned.map((result) => ({ text: `release ${describeRelease(result)}`, json: { action: 'release', ...result } }));
+  if (force || (ctx.options as { dryRun?: boolean }).dryRun === true) {
+    if (!(await dryRunOrConfirm(ctx, { steps, question: `release ${planned.length === 1 ? 'this lock' : `these ${planned.length} locks`}?` }))) return 0;
+  }
+  for (const lockTarget of lockTargets) {
+    const result = await releaseLock(lockTarget, { force, staleMs });
+    if (ctx.json) writeJsonLine(ctx.streams.stdout, result);
+    else ctx.streams.stdout.write(`released ${describeRelease(result)}\n`);
+  }
   return 0;
 }

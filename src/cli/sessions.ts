@@ -21,6 +21,7 @@ import {
   type StoreSelection,
 } from '../engine/index.js';
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
+import { ASKS_FIRST, addDestructiveFlags as addFlags, dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
 import { beforeResetText, formatAge, formatBytes, formatTime, table } from './format.js';
 import { registerCleanupCommand } from './cleanup-and-maintain.js';
@@ -42,7 +43,7 @@ function addSelectionFlags(command: Command): Command {
 }
 
 function addDestructiveFlags(command: Command): Command {
-  return command.option('--dry-run', 'say what would be done, per session; change nothing').option('-y, --yes', 'do not ask for confirmation on a terminal');
+  return addFlags(command, 'per session');
 }
 
 /**
@@ -57,20 +58,11 @@ async function planTargets(ctx: CliContext, keys: string[], verb: string): Promi
     const target = await findSession(engine, key, selectionOf(ctx));
     if (!found.some((f) => f.key === target.key && f.location.storePath === target.location.storePath)) found.push(target);
   }
-  const dryRun = (ctx.options as { dryRun?: boolean }).dryRun === true;
-  if (dryRun) {
-    for (const target of found) {
-      if (ctx.json) writeJsonLine(ctx.streams.stdout, { dryRun: true, action: verb, sessionKey: target.key, sessionId: target.entry.sessionId, agentId: target.location.agentId });
-      else ctx.streams.stdout.write(`would ${verb} ${target.key} (session ${target.entry.sessionId})\n`);
-    }
-    return null;
-  }
-  const listing = found.map((t) => `  ${t.key} (session ${t.entry.sessionId})`).join('\n');
-  const { confirm } = await import('./confirm.js');
-  if (!(await confirm(ctx, `${listing}\n${verb} ${found.length === 1 ? 'this session' : `these ${found.length} sessions`}?`))) {
-    ctx.note('nothing changed');
-    return null;
-  }
+  const steps = found.map((target) => ({
+    text: `${verb} ${target.key} (session ${target.entry.sessionId})`,
+    json: { action: verb, sessionKey: target.key, sessionId: target.entry.sessionId, agentId: target.location.agentId },
+  }));
+  if (!(await dryRunOrConfirm(ctx, { steps, question: `${verb} ${found.length === 1 ? 'this session' : `these ${found.length} sessions`}?` }))) return null;
   return found;
 }
 
@@ -136,7 +128,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
 
   const reset = (command: Command) =>
     addDestructiveFlags(addSelectionFlags(command.argument('<key-or-id...>').option('--reason <text>', 'why (kept in the reset notice)').option('--model <model>', 'model for the new instance')))
-      .addHelpText('after', '\nAsks first on a terminal (--yes skips); never asks in a pipe or from cron.\n\nExamples:\n  $ switchboard sessions reset agent:main:direct:alice --reason "fresh start"\n  $ switchboard sessions reset agent:main:direct:alice agent:main:direct:bob --dry-run')
+      .addHelpText('after', `\n${ASKS_FIRST}\n\nExamples:\n  $ switchboard sessions reset agent:main:direct:alice --reason "fresh start"\n  $ switchboard sessions reset agent:main:direct:alice agent:main:direct:bob --dry-run`)
       .action(hooks.action((ctx: CliContext, keys: string[]) => runReset(ctx, keys)));
   reset(sessions.command('reset').description('rotate now: new sessionId, old transcript archived as .reset.<ts>'));
   reset(program.command('reset').description('rotate a session now (same as `sessions reset`)'));
@@ -149,7 +141,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
     .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, false)));
   registerPinRouteCommands(sessions, hooks, { addSelectionFlags, selectionOf });
   addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
-    .addHelpText('after', '\nAsks first on a terminal (--yes skips); never asks in a pipe or from cron.\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run')
+    .addHelpText('after', `\n${ASKS_FIRST}\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run`)
     .action(hooks.action((ctx: CliContext, keys: string[]) => runDelete(ctx, keys)));
 }
 

@@ -89,6 +89,7 @@ export {
   showQueued,
   cancelQueued,
   abortSession,
+  thisCanceller,
   queueBusyKeys,
   dropIncognitoQueues,
   type QueueListing,
@@ -96,6 +97,7 @@ export {
   type QueueActiveRun,
   type QueueLookup,
   type CancelOutcome,
+  type CancelRequest,
   type AbortOutcome,
 } from './queue.js';
 export {
@@ -103,6 +105,7 @@ export {
   type ReplyEvent,
   type DroppedEvent,
   type DroppedReason,
+  type CancelledBy,
   type ExpiredEvent,
   type RunFailedEvent,
   type OverflowEvent,

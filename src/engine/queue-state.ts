@@ -33,7 +33,36 @@ export type QueuedEntry = SessionEntry & {
   stopRequested?: string;
   /** Set with stopRequested by an interrupt: the reason those drops are reported with. */
   stopReason?: 'interrupt';
+  /**
+   * Items `queue cancel` / `queue abort` took out while a process was draining this session: that
+   * process (the ingest, send or serve that submitted them and waits on them) reports each as a
+   * `dropped` event on its next look at the queue, then removes it from here.
+   */
+  cancelledItems?: CancelledItem[];
 };
+
+/** Who took a queued item out with `queue cancel` or `queue abort` (a process of this or another host). */
+export interface CancelledBy {
+  pid: number;
+  hostname: string;
+  user: string | null;
+  /** `--reason`, when one was given. */
+  reason?: string;
+  /** Epoch ms on switchboard's clock. */
+  at: number;
+}
+
+/** A cancelled item waiting to be reported by the process draining its session. */
+export interface CancelledItem {
+  runId: string;
+  sessionId: string;
+  requester: string;
+  messageId: string | null;
+  kind: string;
+  /** `cancelled` (queue cancel) or `stopped` (queue abort). */
+  reason: 'cancelled' | 'stopped';
+  by: CancelledBy;
+}
 
 /** One session of one store: what the queue machinery addresses. */
 export interface SessionRef {
@@ -325,6 +354,8 @@ export interface DroppedEvent {
   drop?: string;
   /** The queued item's kind when it was not a plain message (`overflow`: a summary turn). */
   kind?: string;
+  /** For `cancelled` (and `stopped` by `queue abort`): who took it out, and why if they said. */
+  cancelledBy?: CancelledBy;
 }
 
 export interface ExpiredEvent {
@@ -403,6 +434,19 @@ export function droppedEventOf(item: QueueItem, reason: DroppedReason, drop?: st
   if (drop !== undefined) event.drop = drop;
   if (item.kind !== 'user') event.kind = item.kind;
   return event;
+}
+
+/** Cancelled items left for the draining process, taken out of the entry as the events to report. */
+export function takeCancelled(entry: QueuedEntry, sessionKey: string): DroppedEvent[] {
+  const items = Array.isArray(entry.cancelledItems) ? entry.cancelledItems : [];
+  if (items.length === 0) return [];
+  delete entry.cancelledItems;
+  return items.map((item) => {
+    const event: DroppedEvent = { type: 'dropped', runId: item.runId, sessionKey, sessionId: item.sessionId, reason: item.reason, requester: item.requester, messageId: item.messageId };
+    if (item.kind !== 'user') event.kind = item.kind;
+    event.cancelledBy = item.by;
+    return event;
+  });
 }
 
 export function expiredEventOf(item: QueueItem, currentSessionId: string): ExpiredEvent {

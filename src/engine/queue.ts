@@ -6,7 +6,21 @@ import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import { isInMemory, readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import { incognitoStoreFor, knownAgentIds, noCommandAgent, type EngineContext } from './context.js';
-import { THIS_PROCESS, droppedEventOf, learnLiveness, ownerAlive, queueOf, runAlive, setQueue, type DroppedEvent, type Liveness, type QueuedEntry } from './queue-state.js';
+import { userInfo } from 'node:os';
+import type { QueueItem } from '../policy/index.js';
+import {
+  THIS_PROCESS,
+  droppedEventOf,
+  learnLiveness,
+  ownerAlive,
+  queueOf,
+  runAlive,
+  setQueue,
+  type CancelledBy,
+  type DroppedEvent,
+  type Liveness,
+  type QueuedEntry,
+} from './queue-state.js';
 import { queueRuntimeFor } from './runtime.js';
 import { findSession, selectStores } from './sessions.js';
 
@@ -166,10 +180,48 @@ export async function showQueued(ctx: EngineContext, runId: string): Promise<Que
 
 export interface CancelOutcome {
   cancelled: QueueListItem;
+  cancelledBy: CancelledBy;
+}
+
+/** Who is cancelling: a process (by default this one) and, if given, why. */
+export interface CancelRequest {
+  by?: { pid: number; hostname: string; user: string | null };
+  reason?: string;
+}
+
+function currentUser(): string | null {
+  try {
+    return userInfo().username;
+  } catch {
+    return null; // no passwd entry for this uid (a container): the pid still says who
+  }
+}
+
+/** This process as the one who cancels (what a client such as `top` hands a server as `by`). */
+export function thisCanceller(): NonNullable<CancelRequest['by']> {
+  return { pid: THIS_PROCESS.pid, hostname: THIS_PROCESS.hostname, user: currentUser() };
+}
+
+function cancelledByOf(ctx: EngineContext, request: CancelRequest): CancelledBy {
+  const by: CancelledBy = { ...(request.by ?? thisCanceller()), at: ctx.clock.now() };
+  if (request.reason !== undefined && request.reason.trim() !== '') by.reason = request.reason.trim();
+  return by;
+}
+
+/**
+ * Leaves a cancelled item for the process that drains the session (it reports the drop on the
+ * stream that is waiting on it). Without a drainer nothing is waiting on it: this command's own
+ * output is the report.
+ */
+function leaveForDrainer(entry: QueuedEntry, items: QueueItem[], reason: 'cancelled' | 'stopped', by: CancelledBy): void {
+  if (items.length === 0 || (entry.queueOwner === undefined && entry.activeRun === undefined)) return;
+  const left = items.map((item) => ({ runId: item.runId, sessionId: item.sessionId, requester: item.requester, messageId: item.messageId ?? null, kind: item.kind, reason, by }));
+  entry.cancelledItems = [...(Array.isArray(entry.cancelledItems) ? entry.cancelledItems : []), ...left];
 }
 
 /** Removes one queued (or parked) item; the session's active run continues. */
-export async function cancelQueued(ctx: EngineContext, runId: string): Promise<CancelOutcome> {
+export async function cancelQueued(ctx: EngineContext, runId: string, request: CancelRequest = {}): Promise<CancelOutcome> {
+  const cancelledBy = cancelledByOf(ctx, request);
   let activeHere: string | undefined;
   for (const location of stores(ctx)) {
     const cancelled = await updateSessionStore(location.storePath, (store: SessionStore) => {
@@ -194,12 +246,13 @@ export async function cancelQueued(ctx: EngineContext, runId: string): Promise<C
           });
         }
         setQueue(entry, queue.filter((_, i) => i !== index));
+        leaveForDrainer(entry, [queue[index]], 'cancelled', cancelledBy);
         entry.updatedAt = ctx.clock.now();
         return listed;
       }
       return undefined;
     });
-    if (cancelled) return { cancelled };
+    if (cancelled) return { cancelled, cancelledBy };
   }
   if (activeHere !== undefined) {
     throw new SwitchboardError('NOT_FOUND', `"${runId}" is the active run of ${activeHere}, not a queued item`, {
@@ -220,6 +273,7 @@ export interface AbortOutcome {
    * that boundary comes first, else dropped with the run (reported as dropped, reason stopped).
    */
   withRun?: string[];
+  cancelledBy: CancelledBy;
 }
 
 /**
@@ -227,8 +281,9 @@ export interface AbortOutcome {
  * (entry.abortRequested, polled by the run's owner), so the drain cannot promote queued work into
  * a session being stopped.
  */
-export async function abortSession(ctx: EngineContext, keyOrId: string): Promise<AbortOutcome> {
+export async function abortSession(ctx: EngineContext, keyOrId: string, request: CancelRequest = {}): Promise<AbortOutcome> {
   const found = await findSession(ctx, keyOrId);
+  const cancelledBy = cancelledByOf(ctx, request);
   const outcome = await updateSessionStore(found.location.storePath, (store: SessionStore) => {
     const entry = store[found.key] as QueuedEntry | undefined;
     if (!entry) throw new SwitchboardError('NOT_FOUND', `session "${found.key}" was deleted meanwhile`);
@@ -239,6 +294,7 @@ export async function abortSession(ctx: EngineContext, keyOrId: string): Promise
     const cancelled = listed.filter((_, index) => !withTheRun(queue[index]));
     const withRun = queue.filter(withTheRun);
     setQueue(entry, withRun);
+    leaveForDrainer(entry, queue.filter((item) => !withTheRun(item)), 'stopped', cancelledBy);
     let aborted: string | null = null;
     if (entry.activeRun) {
       aborted = entry.activeRun.runId;
@@ -246,7 +302,7 @@ export async function abortSession(ctx: EngineContext, keyOrId: string): Promise
       entry.stopRequested = aborted;
     }
     if (cancelled.length > 0 || aborted !== null) entry.updatedAt = ctx.clock.now();
-    const outcome: AbortOutcome = { sessionKey: found.key, cancelled, aborted };
+    const outcome: AbortOutcome = { sessionKey: found.key, cancelled, aborted, cancelledBy };
     if (withRun.length > 0) outcome.withRun = withRun.map((item) => item.runId);
     return outcome;
   });

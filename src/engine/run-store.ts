@@ -7,7 +7,7 @@ import { toSwitchboardError } from '../core/index.js';
 import { unparkAll, type CarriedMessage, type QueueItem } from '../policy/index.js';
 import { readTranscript, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import type { EngineContext } from './context.js';
-import { dropOutbox, isThisProcess, ownerRecord, queueOf, setQueue, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
+import { dropOutbox, isThisProcess, ownerRecord, queueOf, setQueue, takeCancelled, type DroppedEvent, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
 
 /** A store update with the configured store-lock wait. */
 export function updateStore<T>(ctx: EngineContext, location: StoreLocation, mutate: (store: SessionStore) => T): Promise<T> {
@@ -94,12 +94,12 @@ export async function releaseSession(
   ref: SessionRef,
   runId: string,
   steered: ReadonlySet<string>,
-): Promise<{ dropped: QueueItem[]; reason: 'stopped' | 'interrupt' }> {
+): Promise<{ dropped: QueueItem[]; reason: 'stopped' | 'interrupt'; cancelled: DroppedEvent[] }> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await updateStore(ctx, ref.location, (store) => {
         const entry = store[ref.sessionKey] as QueuedEntry | undefined;
-        if (!entry) return { dropped: [], reason: 'stopped' };
+        if (!entry) return { dropped: [], reason: 'stopped', cancelled: [] };
         const now = ctx.clock.now();
         const stopped = entry.stopRequested === runId;
         const reason = stopped && entry.stopReason === 'interrupt' ? 'interrupt' : 'stopped';
@@ -123,12 +123,14 @@ export async function releaseSession(
           }
         }
         entry.updatedAt = now;
-        return { dropped, reason };
+        // What `queue cancel`/`abort` took out meanwhile is reported now, before run_ended, so a
+        // client that stops listening once the run is over has heard it.
+        return { dropped, reason, cancelled: takeCancelled(entry, ref.sessionKey) };
       });
     } catch (err) {
       if (attempt >= 4) {
         process.emitWarning(`switchboard: could not release session ${ref.sessionKey} after run ${runId}: ${toSwitchboardError(err).message}`);
-        return { dropped: [], reason: 'stopped' };
+        return { dropped: [], reason: 'stopped', cancelled: [] };
       }
       await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
     }

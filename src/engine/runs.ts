@@ -492,8 +492,9 @@ export class LocalRun {
     this.finished = true;
     await this.leasing;
     if (this.writer !== undefined) await this.flushOutbox();
-    const { dropped, reason } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds);
+    const { dropped, reason, cancelled } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds);
     for (const item of dropped) this.emit(droppedEventOf(item, reason));
+    for (const event of cancelled) this.emit(event);
     this.emit({ type: 'run_ended', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status: failure?.status ?? 'done' });
   }
 }

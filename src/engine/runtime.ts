@@ -37,6 +37,7 @@ import {
   runnerFor,
   sessionRefKey,
   setQueue,
+  takeCancelled,
   peekOutbox,
   unknownHolders,
   type Liveness,
@@ -348,6 +349,12 @@ function planDrain(
   }
   if (entry.activeRun) return finish(plan, entry, changed, now);
   if (entry.queueOwner && !isThisProcess(entry.queueOwner)) return finish(plan, entry, changed, now);
+  // This process drains the session: what `queue cancel`/`abort` took out of it is reported here.
+  const cancelled = takeCancelled(entry, ref.sessionKey);
+  if (cancelled.length > 0) {
+    plan.events.push(...cancelled);
+    changed = true;
+  }
   if (!hasRunner) {
     if (entry.queueOwner) {
       delete entry.queueOwner;
@@ -583,7 +590,8 @@ export async function resumeOrphanedQueues(ctx: EngineContext): Promise<number> 
     const candidates: [string, QueuedEntry][] = [];
     for (const [key, value] of Object.entries(store)) {
       const entry = value as QueuedEntry;
-      if (entry.activeRun || queueOf(entry).length > 0 || entry.pendingReset || (Array.isArray(entry.outbox) && entry.outbox.length > 0)) candidates.push([key, entry]);
+      const owed = (Array.isArray(entry.outbox) && entry.outbox.length > 0) || (Array.isArray(entry.cancelledItems) && entry.cancelledItems.length > 0);
+      if (entry.activeRun || queueOf(entry).length > 0 || entry.pendingReset || owed) candidates.push([key, entry]);
     }
     if (candidates.length === 0) continue;
     const liveness: Liveness = new Map();

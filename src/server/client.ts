@@ -1,6 +1,7 @@
 // The client side of the socket: one connection, requests matched to answers by id, pushes handed
 // to listeners; plus the helpers behind `ingest --socket` and `send --socket`.
 
+import { hostname as osHostname } from 'node:os';
 import net from 'node:net';
 import {
   EXIT_CODES,
@@ -342,10 +343,14 @@ async function followRuns(
 ) {
   const early: { event: Record<string, unknown>; slotsBefore: number }[] = [];
   const running = new Set<string>();
+  const ended = new Set<string>();
   let forwarding: Promise<void> = Promise.resolve();
   const forward = (event: Record<string, unknown>): void => {
     if (event.type === 'run_started') running.add(event.runId as string);
-    else if (event.type === 'run_ended') running.delete(event.runId as string);
+    else if (event.type === 'run_ended') {
+      running.delete(event.runId as string);
+      ended.add(event.runId as string);
+    }
     forwarding = forwarding.then(() => onRunEvent(event));
   };
   client.onPush(({ event: type, ...fields }) => {
@@ -368,8 +373,16 @@ async function followRuns(
   const untilIdle = async (): Promise<boolean> => {
     early.length = 0;
     try {
+      // A run of the server's that was already going when these messages came (so its run_started
+      // was never seen here) is waited for too, up to its run_ended: what it reports on ending
+      // (the cancels of its session, say) comes before that event.
+      const server = await client.request<{ pid: number }>('status', {});
+      const here = osHostname();
       for (;;) {
-        const listing = await client.request<{ items: { sessionKey: string }[]; active: { sessionKey: string }[] }>('queue.list', {});
+        const listing = await client.request<{ items: { sessionKey: string }[]; active: { sessionKey: string; runId: string; pid: number; hostname: string }[] }>('queue.list', {});
+        for (const run of listing.active) {
+          if (sessions.has(run.sessionKey) && run.pid === server.pid && run.hostname === here && !ended.has(run.runId)) running.add(run.runId);
+        }
         const busy = [...listing.items, ...listing.active].some((entry) => sessions.has(entry.sessionKey));
         if (!busy && running.size === 0) return true;
         await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));

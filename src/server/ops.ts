@@ -14,6 +14,7 @@ import {
   type EngineContext,
   type IngestEvent,
   type QueueEvent,
+  type CancelRequest,
   type SessionListing,
 } from '../engine/index.js';
 import { normalizeExplicitSessionKey, normalizeRouteInput, resolveRoute, type ResolvedRoute } from '../routing/index.js';
@@ -122,14 +123,30 @@ function queueShow(params: Record<string, unknown>, ctx: OpContext) {
   return showQueued(ctx.engine, requiredStringParam(params, 'runId'));
 }
 
-/** `{runId}` → removes that queued item only; the active run continues. */
-function queueCancel(params: Record<string, unknown>, ctx: OpContext) {
-  return cancelQueued(ctx.engine, requiredStringParam(params, 'runId'));
+/**
+ * `{reason?, by?: {pid, hostname, user}}` of queue.cancel/queue.abort: who asked (the client's
+ * process, e.g. `top`; without `by`, the server itself) and why.
+ */
+function cancelRequestOf(params: Record<string, unknown>): CancelRequest {
+  const request: CancelRequest = { reason: optionalStringParam(params, 'reason') };
+  const by = params.by;
+  if (by === undefined) return request;
+  const fields = by as { pid?: unknown; hostname?: unknown; user?: unknown } | null;
+  if (typeof fields !== 'object' || fields === null || !Number.isSafeInteger(fields.pid) || typeof fields.hostname !== 'string' || !(fields.user === null || typeof fields.user === 'string')) {
+    throw badRequest('"by" must be {pid: integer, hostname: string, user: string|null}');
+  }
+  request.by = { pid: fields.pid as number, hostname: fields.hostname, user: fields.user };
+  return request;
 }
 
-/** `{session}` → cancels the session's queued items first, then aborts its active run. */
+/** `{runId, reason?, by?}` → removes that queued item only; the active run continues. */
+function queueCancel(params: Record<string, unknown>, ctx: OpContext) {
+  return cancelQueued(ctx.engine, requiredStringParam(params, 'runId'), cancelRequestOf(params));
+}
+
+/** `{session, reason?, by?}` → cancels the session's queued items first, then aborts its active run. */
 function queueAbort(params: Record<string, unknown>, ctx: OpContext) {
-  return abortSession(ctx.engine, requiredStringParam(params, 'session'));
+  return abortSession(ctx.engine, requiredStringParam(params, 'session'), cancelRequestOf(params));
 }
 
 function subscriptionOf(client: ClientConnection): 'all' | string[] | null {

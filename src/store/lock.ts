@@ -900,8 +900,9 @@ async function collectLockDirs(dir: string, out: string[]): Promise<void> {
 /**
  * Removes a lock (given as the lock directory or its target). A live, in-time holder is refused
  * with SESSION_BUSY unless force; stale, over-held or dead holders are released without it.
+ * dryRun: the same checks and answer, nothing removed.
  */
-export async function releaseLock(lockOrTargetPath: string, options: { force?: boolean; staleMs?: number } = {}): Promise<ReleaseLockResult> {
+export async function releaseLock(lockOrTargetPath: string, options: { force?: boolean; staleMs?: number; dryRun?: boolean } = {}): Promise<ReleaseLockResult> {
   const resolved = path.resolve(lockOrTargetPath);
   const lockPath = resolved.endsWith(LOCK_SUFFIX) ? resolved : `${resolved}${LOCK_SUFFIX}`;
   const info = await inspectLock(lockPath, options.staleMs);
@@ -913,6 +914,7 @@ export async function releaseLock(lockOrTargetPath: string, options: { force?: b
       details: { lockPath, owner: info.owner, ageMs: info.ageMs },
     });
   }
+  if (options.dryRun === true) return { lockPath, owner: info.owner, forced: live, wasStale: info.stale, wasOverHeld: info.overHeld };
   const ownHolder = heldLocks.get(lockPath);
   if (ownHolder !== undefined && ownHolder.owner.lockId === info.owner?.lockId) ownHolder.loseToOperator();
   if (!(await clearLock(lockPath, info, options.staleMs))) {

@@ -485,7 +485,10 @@ describe('requests', { timeout: 60_000 }, () => {
     assert.equal(status.activeRuns, 0);
     // No runner in this config: nothing waits, and the ops answer as the queue commands do.
     assert.deepEqual(await client.request('queue.list', {}), { items: [], active: [] });
-    assert.deepEqual(await client.request('queue.abort', { session: 'agent:main:direct:alice' }), { sessionKey: 'agent:main:direct:alice', cancelled: [], aborted: null });
+    const by = { pid: 4242, hostname: 'client-host', user: 'alice' };
+    const abort = await client.request<Record<string, any>>('queue.abort', { session: 'agent:main:direct:alice', by, reason: 'testing' });
+    assert.deepEqual(abort, { sessionKey: 'agent:main:direct:alice', cancelled: [], aborted: null, cancelledBy: { ...by, reason: 'testing', at: abort.cancelledBy.at } }, 'the client named in "by" is who asked');
+    await assert.rejects(client.request('queue.abort', { session: 'agent:main:direct:alice', by: { pid: 'x' } }), (err: any) => err.code === 'BAD_INPUT');
     await assert.rejects(client.request('queue.cancel', { runId: 'no-such-run' }), (err: any) => err.code === 'NOT_FOUND' && err.exitCode === 66);
     await assert.rejects(client.request('queue.show', { runId: 'no-such-run' }), (err: any) => err.code === 'NOT_FOUND');
     await assert.rejects(client.request('queue.cancel', {}), (err: any) => err.code === 'BAD_INPUT');

@@ -165,6 +165,34 @@ describe('top view: panels from a snapshot', () => {
   });
 });
 
+describe('top view: 80 columns', () => {
+  test('every column of every panel stays on screen: long keys and run ids give up room, nothing is cut off the right', () => {
+    const long = snapshot({
+      active: [{ ...snapshot().active[0], runId: '0f8e4c1a-5b7d-4e2f-9a3c-6d1b2e8f7a90', sessionKey: 'agent:main:telegram:group:-1001234567890:topic:42' }],
+      queued: [{ ...snapshot().queued[0], runId: '7c9d2e4f-1a3b-4c5d-8e6f-0a1b2c3d4e5f', sessionKey: 'agent:main:telegram:group:-1001234567890:topic:42', requester: 'a-very-long-sender-name' }],
+      locks: [{ ...snapshot().locks[1], path: 'agents/main/sessions/0f8e4c1a-5b7d-4e2f-9a3c-6d1b2e8f7a90-topic-42.jsonl.lock', sessionKey: 'agent:main:telegram:group:-1001234567890:topic:42' }],
+    });
+    const lines = screenLines({ snapshot: long, selected: null, status: null, width: 80, height: 40 }).map((line) => line.text);
+    for (const line of lines) assert.ok(line.length <= 80, `fits 80 columns: ${JSON.stringify(line)}`);
+    const row = (text: string) => lines.find((line) => line.includes(text)) ?? assert.fail(`a line with ${text}:\n${lines.join('\n')}`);
+    assert.match(row('Run  '), /Session\s+Run\s+Lane\s+Age\s+Pid\s+State$/);
+    assert.match(row('0f8e4c1a'), /main\s+1m05s\s+4242@host-a\s+running$/, 'the last column of an active run is whole');
+    assert.match(row('7c9d2e4f'), /\s1\s+followup\/user\s+queued\s+4242@\S*\s+a-very\S*\s+30s$/, 'the queued row ends with its age');
+    assert.match(row('MaxHold'), /Lock\s+Holder\s+Age\s+MaxHold\s+State\s+Session$/);
+    assert.match(row('over-held'), /^  agents\/\S+\s+777@host-a\s+15m00s\s+12m00s\s+over-held\s+agent:\S+$/);
+    assert.match(lines[0], /^switchboard top  10:00:00Z  source: server/, 'the time is never what gets cut');
+    assert.ok(lines.includes('up/down or j/k select   c cancel queued item   a abort session   q quit'));
+  });
+
+  test('never as tall as the terminal (a full screen would make ink clear it, scrollback included)', () => {
+    for (const height of [5, 10, 16]) {
+      const lines = screenLines({ snapshot: snapshot(), selected: null, status: null, width: 80, height });
+      assert.ok(lines.length <= height - 1, `${lines.length} lines in ${height} rows`);
+      assert.match(lines[lines.length - 1].text, /^up\/down/, 'the keys line stays');
+    }
+  });
+});
+
 describe('top app: keys', () => {
   test('j, k and the arrow keys move the selection over active runs and queued items', async () => {
     const noop = async () => 'ok';
@@ -189,7 +217,7 @@ describe('top app: keys', () => {
     }
   });
 
-  test('c cancels the selected queued item and shows the outcome; on an active run it only explains', async () => {
+  test('c asks, then cancels the selected queued item on y and shows the outcome; on an active run it only explains', async () => {
     const cancelled: SelectableRow[] = [];
     const onCancel = async (row: SelectableRow) => {
       cancelled.push(row);
@@ -204,6 +232,13 @@ describe('top app: keys', () => {
       stdin.write('j');
       await frameWhere(lastFrame, (f) => /q-alice-1/.test(selectedLine(f) ?? ''), 'with q-alice-1 selected');
       stdin.write('c');
+      await frameWhere(lastFrame, (f) => f.includes('status: cancel queued item q-alice-1 of agent:main:direct:alice? y/n'), 'asking first');
+      stdin.write('n');
+      await frameWhere(lastFrame, (f) => f.includes('status: cancel q-alice-1: not done'), 'saying n changed nothing');
+      assert.deepEqual(cancelled, [], 'n (or any key but y) cancels nothing');
+      stdin.write('c');
+      await frameWhere(lastFrame, (f) => f.includes('q-alice-1 of agent:main:direct:alice? y/n'), 'asking again');
+      stdin.write('y');
       await frameWhere(lastFrame, (f) => f.includes('status: cancelled q-alice-1 (agent:main:direct:alice)'), 'with the cancel outcome');
       assert.deepEqual(cancelled, [{ kind: 'queued', runId: 'q-alice-1', sessionKey: 'agent:main:direct:alice' }]);
     } finally {
@@ -211,7 +246,7 @@ describe('top app: keys', () => {
     }
   });
 
-  test('a aborts the selected session; a failure is shown in the status line', async () => {
+  test('a asks, then aborts the selected session on y; a failure is shown in the status line', async () => {
     const aborted: string[] = [];
     const onAbort = async (row: SelectableRow) => {
       aborted.push(row.sessionKey);
@@ -221,10 +256,15 @@ describe('top app: keys', () => {
     const { lastFrame, stdin, unmount } = render(h(TopApp, { snapshot: snapshot(), onCancel: async () => 'unused', onAbort, width: 120, color: false }));
     try {
       stdin.write('a');
+      await frameWhere(lastFrame, (f) => f.includes('status: abort agent:main:direct:alice (its queued items, then its run)? y/n'), 'asking first');
+      assert.deepEqual(aborted, []);
+      stdin.write('y');
       await frameWhere(lastFrame, (f) => f.includes('status: aborted agent:main:direct:alice: 1 queued item(s) cancelled, run run-alice asked to abort'), 'with the abort outcome');
       stdin.write('j');
       await frameWhere(lastFrame, (f) => /run-bob/.test(selectedLine(f) ?? ''), 'with run-bob selected');
       stdin.write('a');
+      await frameWhere(lastFrame, (f) => f.includes('abort agent:main:direct:bob (its queued items, then its run)? y/n'), 'asking for bob');
+      stdin.write('y');
       await frameWhere(lastFrame, (f) => f.includes('status: abort agent:main:direct:bob failed: no session "agent:main:direct:bob" (list them with'), 'with the failure');
       assert.deepEqual(aborted, ['agent:main:direct:alice', 'agent:main:direct:bob']);
     } finally {
@@ -261,13 +301,15 @@ describe('top: pure helpers', () => {
   });
 
   test('pushes become event lines; the store source reports what changed between two readings', () => {
+    // A run someone aborted is shown as aborted, not as a failure.
     assert.deepEqual(eventFromPush({ event: 'run_failed', runId: 'r1', sessionKey: 'k', status: 'aborted', reason: 'aborted', message: 'run aborted: queue abort' }, NOW), {
       at: NOW,
-      type: 'run_failed',
+      type: 'aborted',
       sessionKey: 'k',
       runId: 'r1',
-      detail: 'aborted run aborted: queue abort',
+      detail: 'run aborted: queue abort',
     });
+    assert.equal(eventFromPush({ event: 'run_failed', runId: 'r2', sessionKey: 'k', status: 'failed', reason: 'exit', message: 'runner exited 1' }, NOW).type, 'run_failed');
     const before = snapshot();
     const after = { active: [before.active[0], { ...before.active[1], runId: 'run-new' }], queued: [before.queued[1]] };
     const events = eventsBetween(before, after, NOW);

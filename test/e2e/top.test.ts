@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { systemClock } from '../../src/core/index.js';
@@ -227,16 +228,22 @@ describe('top in a terminal', { timeout: 120_000 }, () => {
       tm('send-keys', '-t', 'top', 'j');
       await paneShows(/^> agent:main:direct:1\s+t2\s/m, 'the queued item selected');
       tm('send-keys', '-t', 'top', 'c');
+      await paneShows(/status: cancel queued item t2 of agent:main:direct:1\? y\/n/, 'the question');
+      tm('send-keys', '-t', 'top', 'y');
       await paneShows(/status: cancelled t2 \(agent:main:direct:1\)/, 'the cancel outcome');
       const afterCancel = await client.request<{ items: { runId: string }[] }>('queue.list', {});
       assert.deepEqual(afterCancel.items, [], 'the queued item was cancelled');
 
       text = await paneShows(/^> agent:main:direct:1\s+t1\s/m, 'the run selected again');
       tm('send-keys', '-t', 'top', 'a');
+      await paneShows(/status: abort agent:main:direct:1 \(its queued items, then its run\)\? y\/n/, 'the question');
+      tm('send-keys', '-t', 'top', 'y');
       await paneShows(/status: aborted agent:main:direct:1: 0 queued item\(s\) cancelled, run t1 asked to abort/, 'the abort outcome');
       await eventually(() => client.request<{ active: unknown[] }>('queue.list', {}), (listing) => listing.active.length === 0, 'the run to be aborted');
       // The pushed event shows at once; the panels follow with the next refresh.
       await paneShows(/run_ended\s+agent:main:direct:1\s+run t1\s+aborted/, 'the pushed run_ended event');
+      text = await paneShows(/aborted\s+agent:main:direct:1\s+run t1\s+run aborted/, 'the user abort shown as aborted');
+      assert.doesNotMatch(text, /run_failed/, 'a user abort is not a failure');
       await paneShows(/Active runs \(0\)/, 'the active runs panel empty');
 
       tm('send-keys', '-t', 'top', 'q');
@@ -246,6 +253,70 @@ describe('top in a terminal', { timeout: 120_000 }, () => {
       tm('kill-server');
       await client.close();
       await serve.stop();
+    }
+  });
+
+  test('in tmux at 80x24: the alternate screen, a resize that keeps the scrollback, and the terminal as it was after q', { skip }, async () => {
+    const state = tempDir('sb-top-');
+    const tmuxSocket = path.join(state, 'tmux.sock');
+    const tm = (...args: string[]) => spawnSync('tmux', ['-S', tmuxSocket, ...args], { encoding: 'utf8', env: cleanEnv() as NodeJS.ProcessEnv });
+    const pane = (): string => tm('capture-pane', '-p', '-t', 'top').stdout;
+    /** The whole pane: its scrollback and its screen. */
+    const history = (): string => tm('capture-pane', '-p', '-S', '-', '-t', 'top').stdout.trimEnd();
+    const format = (name: string): string => tm('display-message', '-p', '-t', 'top', `#{${name}}`).stdout.trim();
+    const paneShows = (pattern: RegExp, what: string) => eventually(async () => pane(), (text) => pattern.test(text), what);
+    const go = path.join(state, 'go');
+    try {
+      // Some shell history first; top starts once the test has seen it.
+      const command = `seq 1 100; echo BEFORE-TOP; while [ ! -e ${go} ]; do sleep 0.05; done; ${process.execPath} ${BIN} top --state-dir ${state} --interval 200; echo EXIT=$?; sleep 30`;
+      const started = tm('new-session', '-d', '-s', 'top', '-x', '80', '-y', '24', '-c', REPO_ROOT, command);
+      assert.equal(started.status, 0, started.stderr);
+      await paneShows(/^BEFORE-TOP$/m, 'the shell output');
+      const before = history();
+      assert.match(before, /^1\n2\n3\n/, 'the scrollback holds the start of the output');
+      fs.writeFileSync(go, '');
+
+      let text = await paneShows(/switchboard top/, 'top on the screen');
+      assert.equal(format('alternate_on'), '1', 'top draws on the alternate screen');
+      for (const line of text.split('\n')) assert.ok(line.length <= 80, `fits 80 columns: ${line}`);
+      assert.match(text, /^up\/down or j\/k select/m);
+      // Smaller than the frame: ink redraws the whole screen, which must not wipe the scrollback.
+      assert.equal(tm('resize-window', '-t', 'top', '-x', '80', '-y', '10').status, 0);
+      text = await paneShows(/^up\/down or j\/k select/m, 'the frame redrawn at 10 rows');
+      assert.ok(text.trimEnd().split('\n').length <= 10);
+      assert.equal(tm('resize-window', '-t', 'top', '-x', '80', '-y', '24').status, 0);
+      await paneShows(/Events \(changes seen in the store/, 'the frame redrawn at 24 rows');
+
+      tm('send-keys', '-t', 'top', 'q');
+      await paneShows(/^EXIT=\d+$/m, 'top to exit');
+      assert.equal(format('alternate_on'), '0');
+      const after = history();
+      assert.ok(after.startsWith(before), `the terminal is as it was, scrollback included:\n--- before\n${before.slice(-400)}\n--- after\n${after.slice(-400)}`);
+      assert.equal(after.slice(before.length).trim(), 'EXIT=0', 'nothing of top is left behind');
+    } finally {
+      tm('kill-server');
+    }
+  });
+
+  test('in tmux: SIGTERM leaves the alternate screen too, and exits 143', { skip }, async () => {
+    const state = tempDir('sb-top-');
+    const tmuxSocket = path.join(state, 'tmux.sock');
+    const tm = (...args: string[]) => spawnSync('tmux', ['-S', tmuxSocket, ...args], { encoding: 'utf8', env: cleanEnv() as NodeJS.ProcessEnv });
+    const pane = (): string => tm('capture-pane', '-p', '-t', 'top').stdout;
+    const pidFile = path.join(state, 'top.pid');
+    try {
+      // exec keeps the pid the shell wrote, so the test signals exactly the top it started.
+      const command = `echo BEFORE-TOP; sh -c 'echo $$ > ${pidFile}; exec ${process.execPath} ${BIN} top --state-dir ${state}'; echo EXIT=$?; sleep 30`;
+      assert.equal(tm('new-session', '-d', '-s', 'top', '-x', '80', '-y', '24', '-c', REPO_ROOT, command).status, 0);
+      const text = await eventually(async () => pane(), (t) => /^switchboard top/m.test(t), 'top at the top left of the screen');
+      assert.match(text.split('\n')[0], /^switchboard top /, 'drawn from the first line');
+      process.kill(Number(fs.readFileSync(pidFile, 'utf8').trim()), 'SIGTERM');
+      const after = await eventually(async () => pane(), (t) => /^EXIT=\d+$/m.test(t), 'top to exit');
+      assert.match(after, /^EXIT=143$/m);
+      assert.match(after, /^BEFORE-TOP\nEXIT=143$/m, 'the shell screen as it was');
+      assert.doesNotMatch(after, /switchboard top/);
+    } finally {
+      tm('kill-server');
     }
   });
 });

@@ -11,7 +11,8 @@ export interface ScreenLine {
 }
 
 export interface StatusLine {
-  tone: 'info' | 'ok' | 'error';
+  /** ask: a question waiting for y/n. */
+  tone: 'info' | 'ok' | 'error' | 'ask';
   text: string;
 }
 
@@ -28,6 +29,8 @@ export const KEYS_HELP = 'up/down or j/k select   c cancel queued item   a abort
 interface Column {
   header: string;
   max: number;
+  /** Set on columns that give up room (down to this) so that a row fits the terminal's width. */
+  min?: number;
 }
 
 function clip(text: string, width: number): string {
@@ -36,9 +39,23 @@ function clip(text: string, width: number): string {
   return width <= 1 ? line.slice(0, width) : `${line.slice(0, width - 1)}…`;
 }
 
-/** Header and rows as aligned text; column widths fit the content up to each column's max. */
-function tabulate(columns: Column[], rows: string[][]): { header: string; rows: string[] } {
+/**
+ * Header and rows as aligned text; column widths fit the content up to each column's max, then
+ * the widest shrinkable column gives up room until a row fits in `room` (80 columns keep every
+ * column on screen instead of cutting the last ones off).
+ */
+function tabulate(columns: Column[], rows: string[][], room: number): { header: string; rows: string[] } {
   const widths = columns.map((column, i) => Math.min(column.max, Math.max(column.header.length, ...rows.map((row) => row[i]?.length ?? 0))));
+  let total = widths.reduce((sum, w) => sum + w, 0) + 2 * (columns.length - 1);
+  while (total > room) {
+    let widest = -1;
+    columns.forEach((column, i) => {
+      if (column.min !== undefined && widths[i] > column.min && (widest < 0 || widths[i] > widths[widest])) widest = i;
+    });
+    if (widest < 0) break;
+    widths[widest]--;
+    total--;
+  }
   const line = (cells: string[]): string =>
     cells
       .map((cell, i) => clip(cell, widths[i]).padEnd(widths[i]))
@@ -105,30 +122,34 @@ export function screenLines(input: LayoutInput): ScreenLine[] {
     return out;
   }
   const now = snapshot.takenAt;
-  push(`switchboard top  source: ${snapshot.sourceLabel}  at ${new Date(now).toISOString().slice(11, 19)}Z`, 'title');
+  // The time first: a long source label is what gets cut on a narrow terminal.
+  push(`switchboard top  ${new Date(now).toISOString().slice(11, 19)}Z  source: ${snapshot.sourceLabel}`, 'title');
   if (snapshot.error) push(`refresh failed: ${snapshot.error}`, 'error');
 
   const selectedId = selected ? rowId(selected) : null;
+  // Rows are indented by two ("> " marks the selected one).
+  const room = Math.max(20, width - 2);
   const activeTable = tabulate(
     [
-      { header: 'Session', max: 44 },
-      { header: 'Run', max: 38 },
+      { header: 'Session', max: 44, min: 16 },
+      { header: 'Run', max: 38, min: 8 },
       { header: 'Lane', max: 5 },
       { header: 'Age', max: 6 },
-      { header: 'Pid', max: 24 },
+      { header: 'Pid', max: 24, min: 8 },
       { header: 'State', max: 12 },
     ],
     snapshot.active.map((run) => [sessionLabel(run), run.runId, run.lane, age(now - run.startedAt), owner(run.pid, run.hostname), run.state]),
+    room,
   );
   const queuedTable = tabulate(
     [
-      { header: 'Session', max: 44 },
-      { header: 'Run', max: 38 },
+      { header: 'Session', max: 44, min: 14 },
+      { header: 'Run', max: 38, min: 8 },
       { header: '#', max: 3 },
-      { header: 'Mode/kind', max: 20 },
+      { header: 'Mode/kind', max: 20, min: 13 },
       { header: 'State', max: 7 },
-      { header: 'Owner', max: 24 },
-      { header: 'From', max: 16 },
+      { header: 'Owner', max: 24, min: 8 },
+      { header: 'From', max: 16, min: 6 },
       { header: 'Age', max: 6 },
     ],
     snapshot.queued.map((item) => [
@@ -141,17 +162,19 @@ export function screenLines(input: LayoutInput): ScreenLine[] {
       item.requester,
       age(now - item.enqueuedAt),
     ]),
+    room,
   );
   const lockTable = tabulate(
     [
-      { header: 'Lock', max: 72 },
-      { header: 'Holder', max: 24 },
+      { header: 'Lock', max: 72, min: 16 },
+      { header: 'Holder', max: 24, min: 8 },
       { header: 'Age', max: 6 },
       { header: 'MaxHold', max: 7 },
-      { header: 'State', max: 22 },
-      { header: 'Session', max: 44 },
+      { header: 'State', max: 22, min: 9 },
+      { header: 'Session', max: 44, min: 10 },
     ],
     snapshot.locks.map((lock) => [lock.path, owner(lock.pid, lock.hostname), age(lock.ageMs), age(lock.maxHoldMs), lock.state, lock.sessionKey ?? '-']),
+    room,
   );
   const eventRows = snapshot.events.map((event) =>
     [`${age(now - event.at).padStart(6)} ago`, event.type.padEnd(12), event.sessionKey ?? '-', event.runId ? `run ${event.runId}` : '', event.detail].filter((part) => part !== '').join('  '),
@@ -203,8 +226,11 @@ export function screenLines(input: LayoutInput): ScreenLine[] {
   if (eventRows.length === 0) push('  none yet', 'dim');
   else for (const line of eventRows.slice(0, Math.max(1, eventLines))) push(`  ${line}`, 'plain');
 
-  if (status) push(`status: ${status.text}`, status.tone === 'error' ? 'error' : status.tone === 'ok' ? 'ok' : 'plain');
+  if (status) push(`status: ${status.text}`, status.tone === 'error' ? 'error' : status.tone === 'ok' ? 'ok' : status.tone === 'ask' ? 'warn' : 'plain');
   else push(selected ? `status: selected ${selected.kind === 'active' ? 'run' : 'queued item'} ${selected.runId} of ${selected.sessionKey}` : 'status: nothing to select', 'dim');
   push(KEYS_HELP, 'dim');
+  // Never as tall as the terminal: a full screen makes ink clear it (and with it the scrollback).
+  const limit = Math.max(2, input.height - 1);
+  if (out.length > limit) out.splice(limit - 2, out.length - limit);
   return out;
 }

@@ -117,7 +117,9 @@ function stringField(value: unknown): string | null {
 
 /** A server push (`{event, …}`) as an event line: its type, session, run and the one detail that matters. */
 export function eventFromPush(push: Record<string, unknown>, at: number): TopEvent {
-  const type = typeof push.event === 'string' ? push.event : 'event';
+  let type = typeof push.event === 'string' ? push.event : 'event';
+  // A run someone stopped (queue abort, top's a, /stop, an interrupt) did not fail: it was aborted.
+  if (type === 'run_failed' && push.status === 'aborted') type = 'aborted';
   const details: string[] = [];
   const add = (label: string, value: unknown): void => {
     let text: string | undefined;
@@ -142,12 +144,18 @@ export function eventFromPush(push: Record<string, unknown>, at: number): TopEve
       if (push.delivered === false) details.push('(not delivered)');
       break;
     case 'dropped':
-    case 'expired':
+    case 'expired': {
       add('', push.reason);
       add('from ', push.requester);
+      const by = push.cancelledBy as { pid?: unknown; user?: unknown } | undefined;
+      if (by && typeof by === 'object') add('by pid ', by.pid);
       break;
+    }
     case 'run_failed':
       add('', push.reason);
+      add('', push.message);
+      break;
+    case 'aborted':
       add('', push.message);
       break;
     case 'overflow':

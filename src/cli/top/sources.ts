@@ -6,6 +6,7 @@ import { SwitchboardError, isSwitchboardError, type Clock } from '../../core/ind
 import {
   abortSession,
   cancelQueued,
+  thisCanceller,
   laneCapacity,
   laneDir,
   listQueue,
@@ -104,6 +105,9 @@ export function rowsOfListing(listing: QueueListing): { active: TopRun[]; queued
   return { active, queued };
 }
 
+/** What top's c and a record as the reason (the process is top's own). */
+const TOP_REQUEST = { reason: 'switchboard top' };
+
 export function cancelMessage(outcome: CancelOutcome): string {
   return `cancelled ${outcome.cancelled.runId} (${outcome.cancelled.sessionKey})`;
 }
@@ -142,11 +146,11 @@ export class StoreSource implements TopSource {
   }
 
   async cancel(runId: string): Promise<string> {
-    return cancelMessage(await cancelQueued(this.engine, runId));
+    return cancelMessage(await cancelQueued(this.engine, runId, TOP_REQUEST));
   }
 
   async abort(sessionKey: string): Promise<string> {
-    return abortMessage(await abortSession(this.engine, sessionKey));
+    return abortMessage(await abortSession(this.engine, sessionKey, TOP_REQUEST));
   }
 
   async close(): Promise<void> {}
@@ -245,11 +249,11 @@ export class ServerSource implements TopSource {
   }
 
   async cancel(runId: string): Promise<string> {
-    return cancelMessage(await this.client.request<CancelOutcome>('queue.cancel', { runId }));
+    return cancelMessage(await this.client.request<CancelOutcome>('queue.cancel', { runId, ...TOP_REQUEST, by: thisCanceller() }));
   }
 
   async abort(sessionKey: string): Promise<string> {
-    return abortMessage(await this.client.request<AbortOutcome>('queue.abort', { session: sessionKey }));
+    return abortMessage(await this.client.request<AbortOutcome>('queue.abort', { session: sessionKey, ...TOP_REQUEST, by: thisCanceller() }));
   }
 
   /** Cut, not drained: nothing top still waits for is worth waiting on a server that may hang. */

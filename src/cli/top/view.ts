@@ -67,7 +67,7 @@ function messageOf(err: unknown): string {
   return typeof error?.hint === 'string' ? `${message} (${error.hint})` : message;
 }
 
-/** The interactive screen: arrows or j/k move the selection, c cancels, a aborts, q quits. */
+/** The interactive screen: arrows or j/k move the selection, c cancels, a aborts (each after y), q quits. */
 export function TopApp(props: TopAppProps): React.ReactElement {
   const { exit } = useApp();
   const [selectedId, setSelectedId] = React.useState<string | null>(null);
@@ -106,7 +106,33 @@ export function TopApp(props: TopAppProps): React.ReactElement {
     );
   };
 
+  // c and a ask first (y/n on the status line): a stray key never stops someone's work.
+  const asking = React.useRef<{ action: 'cancel' | 'abort'; row: SelectableRow } | null>(null);
+  const ask = (action: 'cancel' | 'abort', row: SelectableRow): void => {
+    asking.current = { action, row };
+    const what = action === 'cancel' ? `cancel queued item ${row.runId} of ${row.sessionKey}` : `abort ${row.sessionKey} (its queued items, then its run)`;
+    setStatus({ tone: 'ask', text: `${what}? y/n` });
+  };
+  const answer = (yes: boolean): void => {
+    const question = asking.current;
+    asking.current = null;
+    if (question === null) return;
+    const { action, row } = question;
+    if (!yes) setStatus({ tone: 'info', text: `${action} ${action === 'cancel' ? row.runId : row.sessionKey}: not done` });
+    else if (action === 'cancel') {
+      setStatus({ tone: 'info', text: `cancelling ${row.runId}…` });
+      report(props.onCancel(row), `cancel ${row.runId} failed`);
+    } else {
+      setStatus({ tone: 'info', text: `aborting ${row.sessionKey}…` });
+      report(props.onAbort(row), `abort ${row.sessionKey} failed`);
+    }
+  };
+
   useInput((input, key) => {
+    if (asking.current !== null) {
+      answer(input === 'y' || input === 'Y');
+      return;
+    }
     if (input === 'q') {
       exit();
       return;
@@ -118,16 +144,10 @@ export function TopApp(props: TopAppProps): React.ReactElement {
       if (target === null) setStatus({ tone: 'error', text: 'nothing selected' });
       else if (target.kind !== 'queued') {
         setStatus({ tone: 'error', text: `${target.runId} is an active run, not a queued item: press a to abort its session` });
-      } else {
-        setStatus({ tone: 'info', text: `cancelling ${target.runId}…` });
-        report(props.onCancel(target), `cancel ${target.runId} failed`);
-      }
+      } else ask('cancel', target);
     } else if (input === 'a') {
       if (target === null) setStatus({ tone: 'error', text: 'nothing selected' });
-      else {
-        setStatus({ tone: 'info', text: `aborting ${target.sessionKey}…` });
-        report(props.onAbort(target), `abort ${target.sessionKey} failed`);
-      }
+      else ask('abort', target);
     }
   });
 
