@@ -57,16 +57,21 @@ export function normalizePeer(raw: unknown, path: string, code: InputErrorCode =
 
 /**
  * Member role ids exactly as given (OpenClaw compares them untrimmed, and any non-empty list
- * counts for the guild+roles tier); numbers are stringified, anything else is a typed error.
+ * counts for the guild+roles tier); numbers are stringified, null items skipped, anything else
+ * is a typed error.
  */
 function roleList(raw: unknown, path: string, code: InputErrorCode): string[] {
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw)) return fail(code, path, `must be an array of strings, got ${describeType(raw)}`);
-  return raw.map((role, i) => {
-    if (typeof role === 'string') return role;
-    if (typeof role === 'number' && Number.isFinite(role)) return String(role);
-    return fail(code, `${path}[${i}]`, `must be a string, got ${describeType(role)}`);
+  const roles: string[] = [];
+  raw.forEach((role, i) => {
+    // A null item names no role (the message schema allows it); a blank string is kept.
+    if (role === null) return;
+    if (typeof role === 'string') roles.push(role);
+    else if (typeof role === 'number' && Number.isFinite(role)) roles.push(String(role));
+    else fail(code, `${path}[${i}]`, `must be a string, got ${describeType(role)}`);
   });
+  return roles;
 }
 
 /** Normalises the routing fields of a raw object (a route input or an inbound message). */
