@@ -17,6 +17,7 @@ import {
 } from '../engine/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
+import { reportStoppedIngest } from './ingest-stop.js';
 import { BufferedWriter, outputClosed } from './output.js';
 import { addRouteFlags, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
 import { runIngestViaSocket, runSendViaSocket } from './serve.js';
@@ -39,8 +40,8 @@ export function registerIngestCommands(program: Command, hooks: ProgramHooks): v
 Each line is a message: {channel, peer?, text, sender?, messageId?, kind?, sessionKey?, ...}.
 Each line gets one event, in order: {"type":"result",...} or {"type":"error","line":N,...}.
 A result is printed only after its message is on disk. Exit 65 if any line was bad.
-If stdout closes early (| head), ingest stops taking input after the batch it was
-writing, says after which line on stderr, and exits 74; every line up to it is recorded.
+If stdout closes early (| head), ingest (--socket too) stops taking input after the batch
+it was writing, says after which line on stderr, and exits 74; every line up to it is recorded.
 
 With a runner configured (agents.defaults.runner), messages for idle sessions start runs and
 the rest follow the session's queue mode; ingest waits for the runs it started and the queues
@@ -182,9 +183,6 @@ function startQueue(ctx: CliContext, engine: EngineContext): boolean {
   return wait;
 }
 
-/** ingest whose stdout closed before its input ended: IO, as for any output it could not write. */
-const OUTPUT_CLOSED_EXIT_CODE = new SwitchboardError('IO', 'stdout closed').exitCode;
-
 /** How long a signalled ingest waits for its aborted runs to be recorded before it exits anyway. */
 const SHUTDOWN_GRACE_MS = 20_000;
 
@@ -227,15 +225,7 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
   }, maxBatchBytes, () => outputClosed(ctx.streams.stdout));
   await out.flush();
   if (wait) await waitForQueueWork(engine);
-  if (stoppedAfterLine !== null) {
-    // Nobody reads the acknowledgements any more: recording more would take messages in without
-    // telling anyone. Every line up to the stop is on disk; a resend with messageIds is safe.
-    ctx.note(
-      `switchboard: stdout closed; stopped taking input after line ${stoppedAfterLine}: lines 1-${stoppedAfterLine} are recorded ` +
-        `(results printed up to line ${acknowledgedLine}), nothing after line ${stoppedAfterLine} was taken in`,
-    );
-    return OUTPUT_CLOSED_EXIT_CODE;
-  }
+  if (stoppedAfterLine !== null) return reportStoppedIngest(ctx, stoppedAfterLine, acknowledgedLine);
   // A one-line summary for a person at a terminal; scripts read the events.
   if (ctx.streams.stderr.isTTY) {
     ctx.note(`switchboard: ${tally.results} message(s) taken into ${tally.sessions.size} session(s)${tally.resets ? `, ${tally.resets} reset(s)` : ''}${tally.errors ? `, ${tally.errors} bad line(s)` : ''}`);
