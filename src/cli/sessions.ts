@@ -6,7 +6,8 @@ import { SwitchboardError } from '../core/index.js';
 import { deleteSession, findSession, listSessions, resetSession, setPinned, showSession, transcriptFileOf, type FoundSession, type StoreSelection } from '../engine/index.js';
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
-import { formatAge, formatBytes, formatTime, table } from './format.js';
+import { displayTimeZone, formatInstant } from '../policy/index.js';
+import { formatAge, formatBytes, formatTime as formatTimeIn, table } from './format.js';
 import { registerCleanupCommand } from './maintenance.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
@@ -170,6 +171,8 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     return 0;
   }
   const { entry, freshness, lock, transcript } = details;
+  const zone = displayTimeZone((await ctx.config()).config);
+  const formatTime = (ms: number | null | undefined) => formatTimeIn(ms, zone);
   const rows: [string, string][] = [
     ['key', details.key],
     ['agent', details.location.agentId],
@@ -192,9 +195,17 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
   return 0;
 }
 
+/** A record's stored time as shown: in the configured zone when one is set, to the second. */
+function shownTime(timestamp: unknown, zone: string | undefined): string {
+  if (typeof timestamp !== 'string') return '';
+  const ms = zone === undefined ? Number.NaN : Date.parse(timestamp);
+  const text = Number.isFinite(ms) ? formatInstant(ms, zone) : timestamp;
+  return text.replace('T', ' ').replace(/\.\d+(?=Z$|[+-]\d\d:\d\d$)/, '');
+}
+
 /** One readable line per record: time, who, text. */
-function renderRecord(record: TranscriptRecord): string {
-  const time = typeof record.timestamp === 'string' ? record.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
+function renderRecord(record: TranscriptRecord, zone?: string): string {
+  const time = shownTime(record.timestamp, zone);
   if (record.type === 'session') return `── session ${String(record.id)} (${String(record.sessionKey ?? '')}) started ${time}`;
   if (record.type === 'message') {
     const message = (record.message ?? {}) as { role?: string; content?: unknown; sender?: { name?: string; id?: string }; channel?: string; model?: string };
@@ -225,9 +236,10 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
   const flags = ctx.options as { tail?: string; follow?: boolean; raw?: boolean };
   const details = await showSession(await ctx.engine(), key, selectionOf(ctx));
   const tail = flags.tail !== undefined ? positiveInt(flags.tail, '--tail') : undefined;
+  const zone = displayTimeZone((await ctx.config()).config);
   const print = (record: TranscriptRecord) => {
     if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
-    else ctx.streams.stdout.write(`${renderRecord(record)}\n`);
+    else ctx.streams.stdout.write(`${renderRecord(record, zone)}\n`);
   };
   const reader = readTranscript(details.transcriptPath);
   const kept: TranscriptRecord[] = [];

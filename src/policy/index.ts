@@ -30,6 +30,8 @@ export {
   type ResetTriggerOptions,
 } from './reset.js';
 
+export { displayTimeZone, formatInstant } from './display-time.js';
+
 export {
   isValidTimeZone,
   hostTimeZone,
