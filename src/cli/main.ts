@@ -9,7 +9,7 @@ import { registerRouteCommands } from './route.js';
 import { registerConfigCommands } from './config.js';
 import { registerIngestCommands } from './ingest.js';
 import { registerLockCommands } from './locks.js';
-import { registerMaintainCommand } from './maintenance.js';
+import { registerMaintainCommand } from './cleanup-and-maintain.js';
 import { registerDoctorCommand } from './doctor.js';
 import { registerServeCommand } from './serve.js';
 import { registerQueueCommands } from './queue.js';

@@ -8,7 +8,7 @@ import { followTranscript, messageContentText, pause, readTranscript, type Trans
 import type { CliContext } from './context.js';
 import { displayTimeZone, formatInstant } from '../policy/index.js';
 import { formatAge, formatBytes, formatTime as formatTimeIn, table } from './format.js';
-import { registerCleanupCommand } from './maintenance.js';
+import { registerCleanupCommand } from './cleanup-and-maintain.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 

@@ -46,7 +46,7 @@ export {
   type RemovalCandidate,
   type RemovalOutcome,
   type ApplyOutcome,
-} from './maintenance.js';
+} from './session-cleanup.js';
 export {
   runMaintain,
   type MaintainOptions,
@@ -58,7 +58,7 @@ export {
   type ResetDone,
   type ResetDeferred,
   type CronRemoval,
-} from './maintain.js';
+} from './housekeeping.js';
 export {
   runDoctor,
   type DoctorOptions,
@@ -68,7 +68,7 @@ export {
   type DoctorProblemKind,
   type DoctorChange,
   type DoctorChangeAction,
-} from './doctor.js';
+} from './doctor/index.js';
 export {
   configureQueue,
   waitForQueueWork,

@@ -100,14 +100,35 @@ function rememberMessageId(ids: RecentMessageIds | undefined, id: string, now: n
   start = Math.max(start, list.length + 1 - RECENT_IDS_CAP);
   const next = list.slice(start);
   next.push([id, now]);
+  // Nothing left the window: the lookup index of the old list describes the new one too, so it
+  // moves over (the old list loses it and would rebuild its own if it were asked again).
+  const index = start === 0 ? idIndexes.get(list) : undefined;
+  if (index !== undefined) {
+    idIndexes.delete(list);
+    index.set(id, now);
+    idIndexes.set(next, index);
+  }
   return next;
 }
+
+/**
+ * messageId → when it was recorded, per id list. Lists are never changed in place (every change
+ * makes a new one), so an index built for a list stays true; without it every message of a busy
+ * session would scan up to RECENT_IDS_CAP pairs.
+ */
+const idIndexes = new WeakMap<RecentMessageIds, Map<string, number>>();
 
 /** When this messageId was last recorded on the session, if it was. */
 export function messageIdSeenAt(ids: RecentMessageIds | undefined, id: string): number | undefined {
   if (!Array.isArray(ids)) return undefined;
-  for (let i = ids.length - 1; i >= 0; i--) if (Array.isArray(ids[i]) && ids[i][0] === id) return ids[i][1];
-  return undefined;
+  let index = idIndexes.get(ids);
+  if (index === undefined) {
+    index = new Map();
+    // Later pairs win: the last time the id was recorded.
+    for (const pair of ids) if (Array.isArray(pair) && typeof pair[0] === 'string') index.set(pair[0], pair[1]);
+    idIndexes.set(ids, index);
+  }
+  return index.get(id);
 }
 
 /** Removes a messageId again (its message could not be recorded after all). */

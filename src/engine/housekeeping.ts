@@ -1,5 +1,6 @@
-// `switchboard maintain`, the cron job: stale-lock removal, cron session retention, session
-// cleanup and due daily/idle resets with no message arriving — one summary, failures collected.
+// `switchboard maintain`, the cron job: one housekeeping pass over every store —
+// stale-lock removal, cron session retention, session cleanup and due daily/idle resets with no
+// message arriving — one summary, failures collected.
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -36,7 +37,7 @@ import {
   type BusyKeysProvider,
   type CleanupProgress,
   type CleanupStoreResult,
-} from './maintenance.js';
+} from './session-cleanup.js';
 
 const RESET_CONCURRENCY = 8;
 
