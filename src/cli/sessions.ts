@@ -1,4 +1,4 @@
-// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, delete) and the
+// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, pin-route, delete) and the
 // `switchboard reset` shortcut: inspecting and changing session instances.
 
 import type { Command } from 'commander';
@@ -9,6 +9,7 @@ import type { CliContext } from './context.js';
 import { displayTimeZone, formatInstant } from '../policy/index.js';
 import { formatAge, formatBytes, formatTime as formatTimeIn, table } from './format.js';
 import { registerCleanupCommand } from './cleanup-and-maintain.js';
+import { registerPinRouteCommands } from './pin-route.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 
@@ -119,6 +120,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   addSelectionFlags(sessions.command('unpin').argument('<key-or-id>').description('let maintenance treat this session normally again'))
     .addHelpText('after', '\nExample:\n  $ switchboard sessions unpin agent:main:main')
     .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, false)));
+  registerPinRouteCommands(sessions, hooks, { addSelectionFlags, selectionOf });
   addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
     .addHelpText('after', '\nAsks first on a terminal (--yes skips); never asks in a pipe or from cron.\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run')
     .action(hooks.action((ctx: CliContext, keys: string[]) => runDelete(ctx, keys)));
@@ -184,7 +186,9 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
     ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
     // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).
-    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
+    // The session's address (cron/heartbeat output); each message is answered on its own route.
+    // OpenClaw leaves `to` out until it has a target (a Telegram group it only recorded).
+    ['address', entry.deliveryContext ? `${entry.deliveryContext.to ?? '(no target yet)'} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}${entry.deliveryOwner?.peer ? `, owner ${entry.deliveryOwner.channel}:${entry.deliveryOwner.peer.kind}:${entry.deliveryOwner.peer.id}${entry.deliveryOwner.pinned ? ' (pinned)' : ''}` : ''}` : '-'],
     ['model', entry.modelOverride ?? entry.model ?? '-'],
     ['pinned', entry.pinned ? 'yes' : 'no'],
     ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
@@ -203,10 +207,10 @@ function shownTime(timestamp: unknown, zone: string | undefined): string {
   return text.replace('T', ' ').replace(/\.\d+(?=Z$|[+-]\d\d:\d\d$)/, '');
 }
 
-/** One readable line per record: time, who, text. */
-function renderRecord(record: TranscriptRecord, zone?: string): string {
+/** One readable line per record: time, who, text. `key`: the session asked for (OpenClaw's headers name none). */
+function renderRecord(record: TranscriptRecord, key: string, zone?: string): string {
   const time = shownTime(record.timestamp, zone);
-  if (record.type === 'session') return `── session ${String(record.id)} (${String(record.sessionKey ?? '')}) started ${time}`;
+  if (record.type === 'session') return `── session ${String(record.id)} (${typeof record.sessionKey === 'string' ? record.sessionKey : key}) started ${time}`;
   if (record.type === 'message') {
     const message = (record.message ?? {}) as { role?: string; content?: unknown; sender?: { name?: string; id?: string }; channel?: string; model?: string };
     const text = messageContentText(message.content);
@@ -239,7 +243,7 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
   const zone = displayTimeZone((await ctx.config()).config);
   const print = (record: TranscriptRecord) => {
     if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
-    else ctx.streams.stdout.write(`${renderRecord(record, zone)}\n`);
+    else ctx.streams.stdout.write(`${renderRecord(record, details.key, zone)}\n`);
   };
   const reader = readTranscript(details.transcriptPath);
   const kept: TranscriptRecord[] = [];

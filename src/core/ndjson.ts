@@ -53,7 +53,8 @@ export function batchLength(lines: readonly NdjsonLine[], maxLines: number, maxB
 export type LineError = 'too-long' | 'invalid-utf8' | 'too-deep';
 
 export type NdjsonLine =
-  | { line: number; text: string }
+  /** receivedAt: wall-clock ms when the line was complete (its last byte read), where known. */
+  | { line: number; text: string; receivedAt?: number }
   | { line: number; error: LineError; bytes: number };
 
 const NEWLINE = 0x0a;
@@ -70,12 +71,15 @@ export class LineSplitter {
 
   push(chunk: Buffer): NdjsonLine[] {
     const out: NdjsonLine[] = [];
+    // Every line this chunk completes arrived now: a queue's quiet window counts from here, not
+    // from when a busy writer got round to planning it.
+    const receivedAt = Date.now();
     let start = 0;
     for (;;) {
       const nl = chunk.indexOf(NEWLINE, start);
       if (nl < 0) break;
       this.take(chunk.subarray(start, nl));
-      out.push(this.finishLine());
+      out.push(this.finishLine(receivedAt));
       start = nl + 1;
     }
     if (start < chunk.length) this.take(chunk.subarray(start));
@@ -84,7 +88,7 @@ export class LineSplitter {
 
   /** The last line when input does not end with a newline. */
   end(): NdjsonLine[] {
-    return this.pendingBytes > 0 || this.oversized ? [this.finishLine()] : [];
+    return this.pendingBytes > 0 || this.oversized ? [this.finishLine(Date.now())] : [];
   }
 
   private take(part: Buffer): void {
@@ -99,7 +103,7 @@ export class LineSplitter {
     }
   }
 
-  private finishLine(): NdjsonLine {
+  private finishLine(receivedAt: number): NdjsonLine {
     const line = ++this.lineNumber;
     const bytes = this.pendingBytes;
     const parts = this.pending;
@@ -112,7 +116,7 @@ export class LineSplitter {
     try {
       let text = this.decoder.decode(buffer);
       if (text.endsWith('\r')) text = text.slice(0, -1);
-      return { line, text };
+      return { line, text, receivedAt };
     } catch {
       return { line, error: 'invalid-utf8', bytes };
     }

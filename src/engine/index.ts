@@ -20,6 +20,7 @@ export {
   type SessionDetails,
   type ResetOutcome,
 } from './sessions.js';
+export { pinDeliveryRoute, type PinRouteOutcome } from './delivery-owner.js';
 export { explainInstanceAndTime, explainFully, explanationJson, type InstanceAndTime, type SessionSection, type FullExplanation } from './explain.js';
 export {
   cleanupSessions,

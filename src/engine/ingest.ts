@@ -486,6 +486,7 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Prom
     order.push(item.line);
     try {
       const addressed = address(ctx, item.line, parseMessageLine(item.text));
+      if (item.receivedAt !== undefined) addressed.receivedAt = item.receivedAt;
       if (addressed.incognito && ctx.incognitoRoot === undefined) {
         // Incognito without a server's memory to keep it in: routed, nothing is kept.
         events.set(item.line, resultOf(addressed));

@@ -300,6 +300,7 @@ export class LocalRun {
         agentId: turn.ref.agentId,
         transcriptPath: incognito ? '' : turn.transcript, // an incognito transcript is not a file
         messages: turn.messages,
+        deliveryContext: turn.deliveryContext ?? null,
       });
       this.handle = handle;
       if (this.abortReason !== undefined) handle.abort(this.abortReason);
@@ -396,7 +397,8 @@ export class LocalRun {
     const policy = evaluateSendPolicy(
       {
         sessionKey: turn.ref.sessionKey,
-        channel: entry?.channel ?? (deliveryContext?.channel as string | undefined) ?? null,
+        // The channel the reply goes out on: a rule denying Slack stops a Slack reply of a linked session.
+        channel: (deliveryContext?.channel as string | undefined) ?? entry?.channel ?? null,
         chatType: entry?.chatType ?? null,
         entryOverride: entry?.sendPolicy ?? null,
       },

@@ -405,6 +405,7 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
   setQueue(entry, keep.map((item) => (chosen.has(item) ? { ...item, claimedBy: runId } : item)));
   const lane: LaneName = next.items.some((item) => item.kind === 'cron') ? 'cron' : 'main';
   entry.activeRun = { ...THIS_PROCESS, runId, sessionId: entry.sessionId, startedAt: now, lane, messages: items.map(carriedOf) };
+  if (items[0].deliveryContext) entry.activeRun.deliveryContext = { ...items[0].deliveryContext };
   if (entry.abortRequested !== undefined) delete entry.abortRequested;
   delete entry.stopRequested;
   delete entry.stopReason;

@@ -80,6 +80,12 @@ export {
   forgetMessageId,
   deliveryTarget,
   setDeliveryAddress,
+  messageAddress,
+  planDelivery,
+  isOwnerMessage,
+  type DeliveryAddress,
+  type DeliveryOwner,
+  type DeliveryPlan,
   type RecentMessageIds,
   DUPLICATE_WINDOW_MS,
   type PlannedEntry,
@@ -129,6 +135,7 @@ export {
 
 export {
   planAdmission,
+  sameDeliveryRoute,
   enqueueItem,
   planNextTurn,
   splitByInstance,

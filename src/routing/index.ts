@@ -12,6 +12,7 @@ export {
   normalizeExplicitSessionKey,
   cronSessionKey,
   normalizeMainKey,
+  lookupIdentityLink,
   THREAD_MARKER,
   type ParsedSessionKey,
   type SessionKeyKind,

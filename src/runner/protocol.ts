@@ -69,6 +69,7 @@ export function runLine(init: RunInit): string {
     sessionKey: init.sessionKey,
     sessionId: init.sessionId,
     agentId: init.agentId,
+    deliveryContext: init.deliveryContext ?? null,
     messages: init.messages,
   })}\n`;
 }

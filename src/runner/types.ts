@@ -44,6 +44,8 @@ export interface RunInit {
   agentId: string;
   transcriptPath: string;
   messages: readonly RunMessage[];
+  /** Where this run's replies go: the route of the message that started it (null: nowhere known). */
+  deliveryContext?: Readonly<Record<string, unknown>> | null;
 }
 
 export interface StartRunOptions {

@@ -634,15 +634,29 @@ async function withReplaceRetries<T>(batch: PendingUpdate[], attempt: () => Prom
 async function replaceStoreFile(fs: StoreFileSystem, storePath: string, text: string, hasPrevious: boolean, pin: StorePin): Promise<void> {
   const dir = path.dirname(storePath);
   const baseName = path.basename(storePath);
-  if (hasPrevious) {
-    await refreshBackup(fs, storePath, resolveInside(dir, `${baseName}.bak`), resolveInside(dir, `${baseName}.bak.tmp`), pin.identity);
+  // The backup link and the durable temp file do not depend on each other: done side by side,
+  // they cost one round of file operations (and one fsync wait) instead of two.
+  const backup = hasPrevious
+    ? refreshBackup(fs, storePath, resolveInside(dir, `${baseName}.bak`), resolveInside(dir, `${baseName}.bak.tmp`), pin.identity)
+    : Promise.resolve();
+  const temp = createTempNextTo(fs, storePath).then(async (tempPath) => {
+    try {
+      await fs.writeWholeFile(tempPath, Buffer.from(text, 'utf8'));
+      await fs.fsyncPath(tempPath);
+      return { tempPath, written: await fs.stat(tempPath) };
+    } catch (err) {
+      await fs.unlink(tempPath).catch(() => undefined);
+      throw ioError(err, 'write', storePath);
+    }
+  });
+  const [kept, prepared] = await Promise.allSettled([backup, temp]);
+  if (kept.status === 'rejected') {
+    if (prepared.status === 'fulfilled') await fs.unlink(prepared.value.tempPath).catch(() => undefined);
+    throw kept.reason;
   }
-  const tempPath = await createTempNextTo(fs, storePath);
-  let written: FileIdentity;
+  if (prepared.status === 'rejected') throw prepared.reason;
+  const { tempPath, written } = prepared.value;
   try {
-    await fs.writeWholeFile(tempPath, Buffer.from(text, 'utf8'));
-    await fs.fsyncPath(tempPath);
-    written = await fs.stat(tempPath);
     if (!sameFile(await identityOrNull(fs, storePath), pin.identity)) throw replacedUnderUs(storePath, 'before the rename');
     await pin.handle.fence(() => fs.rename(tempPath, storePath));
   } catch (err) {
