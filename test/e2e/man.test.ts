@@ -75,12 +75,12 @@ function optionsIn(roff: string): Set<string> {
 function synopsisOf(roff: string): { words: string[]; options: Set<string> }[] {
   const synopsis = /^\.SH SYNOPSIS\n([\s\S]*?)^\.SH /m.exec(roff)?.[1] ?? '';
   return synopsis.split(/^\.br\n/m).map((chunk) => {
-    const first = chunk.replace(/\\f[BIRP]/g, '').split('\n')[0].replace(/^\.B\s+/, '');
-    const words = first.split(/\s+/).filter((word) => /^[a-z]+$/.test(word)).slice(1);
+    const first = chunk.replace(/\\f[BIRP]/g, '').replace(/\\-/g, '-').split('\n')[0].replace(/^\.B\s+/, '');
+    const words = first.split(/\s+/).filter((word) => /^[a-z][a-z-]*$/.test(word)).slice(1);
     // `switchboard queue [list] …`: the options are those of the default subcommand named.
     const optional = /^\.RB \[ ([a-z]+) \]$/m.exec(chunk.split('\n')[1] ?? '');
     if (optional) words.push(optional[1]);
-    return { words, options: optionsIn(chunk.split('\n').slice(1).join('\n') + first.replace(/^switchboard( [a-z]+)*/, '')) };
+    return { words, options: optionsIn(chunk.split('\n').slice(1).join('\n') + first.replace(/^switchboard( [a-z][a-z-]*)*/, '')) };
   });
 }
 
