@@ -9,6 +9,8 @@ import type { ProgressReport } from './progress.js';
 
 const h = React.createElement;
 const BAR_WIDTH = 20;
+/** Erase this line, go up one, erase it, go to its first column. */
+const ERASE_LINE_ABOVE = '\u001b[2K\u001b[1A\u001b[2K\u001b[G';
 
 function ProgressLine({ report }: { report: ProgressReport }): React.ReactElement {
   const share = report.total > 0 ? Math.min(1, report.done / report.total) : 0;
@@ -30,8 +32,11 @@ export function showProgress(stderr: NodeJS.WriteStream, first: ProgressReport):
   return {
     update: (report) => app.rerender(h(ProgressLine, { report })),
     stop: () => {
-      app.clear();
+      // Unmounting draws the last frame (a throttled one may still be pending) and leaves the
+      // cursor below it; the one line is then erased and the cursor put back at its start, so
+      // what comes next is printed where the progress was.
       app.unmount();
+      stderr.write(ERASE_LINE_ABOVE);
     },
   };
 }

@@ -58,6 +58,7 @@ describe('progress on long work', () => {
       assert.match(shown.screen, BAR);
       const lastFrame = shown.screen.lastIndexOf(']');
       assert.ok(shown.screen.indexOf(ERASE, lastFrame) > lastFrame, 'the line is erased after its last frame');
+      assert.doesNotMatch(shown.screen.slice(shown.screen.lastIndexOf(ERASE)), BAR, 'no frame is drawn after the erase');
 
       const json = onTerminal([...args, '--json', '--state-dir', big], true);
       assert.equal(json.status, 0, json.screen);
