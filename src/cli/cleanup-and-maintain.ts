@@ -1,5 +1,5 @@
 // `switchboard sessions cleanup` and `switchboard maintain`: the plan table and summaries in
-// text, OpenClaw's summary shape in JSON, and a one-line progress display on a terminal.
+// text, OpenClaw's summary shape in JSON, and progress on a terminal (progress.ts).
 
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
@@ -22,6 +22,7 @@ import { formatAge, formatBytes, table } from './format.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine } from './output.js';
 import { beforeResetText } from './format.js';
+import { progressFor } from './progress.js';
 
 interface CleanupFlags {
   agent?: string;
@@ -32,10 +33,6 @@ interface CleanupFlags {
   activeKey?: string[];
   fixMissing?: boolean;
 }
-
-/** Below this much work a progress line would only flicker. */
-const PROGRESS_MIN_TOTAL = 200;
-const PROGRESS_INTERVAL_MS = 100;
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -58,6 +55,7 @@ export function registerCleanupCommand(sessions: Command, hooks: ProgramHooks): 
 Without --enforce (and with the default mode "warn") nothing is changed: the summary says what
 would be. Pinned, locked, running, queued and --active-key sessions are never removed; removed
 transcripts are archived as <file>.deleted.<ts>, never deleted. See switchboard-sessions(1).
+On a terminal much work shows a progress line on stderr (never in a pipe or with --json).
 
 Example:
   $ switchboard sessions cleanup --dry-run --all-agents
@@ -77,6 +75,7 @@ export function registerMaintainCommand(program: Command, hooks: ProgramHooks): 
 Sessions with an active run (their write lock is held) are deferred, never reset under the run.
 A running \`switchboard serve\` runs this itself every session.maintenance.maintainEvery (default
 1h). The exit status is non-zero only when something failed. See switchboard-maintain(1).
+On a terminal much work shows a progress line on stderr (never in a pipe or with --json).
 
 Example:
   $ switchboard maintain --json
@@ -92,36 +91,19 @@ function selectionOf(flags: CleanupFlags): StoreSelection {
   return { agent: flags.agent, allAgents: flags.allAgents, storePath: flags.store };
 }
 
-/** A single updating stderr line, only on a terminal and never with --json or --quiet. */
-function progressLine(ctx: CliContext): { onProgress?: (progress: CleanupProgress) => void; done: () => void } {
-  const stderr = ctx.streams.stderr;
-  if (stderr.isTTY !== true || ctx.json || ctx.quiet) return { done: () => undefined };
-  let shown = false;
-  let last = 0;
-  let width = 0;
+/** Cleanup's stages as progress lines: "main: scan [####....] 300/1200". */
+function cleanupProgress(ctx: CliContext): { onProgress: (progress: CleanupProgress) => void; done: () => Promise<void> } {
+  const progress = progressFor(ctx);
   return {
-    onProgress: (progress) => {
-      if (progress.total < PROGRESS_MIN_TOTAL) return;
-      const now = Date.now(); // display pacing only, not a decision: the real clock is right here
-      if (now - last < PROGRESS_INTERVAL_MS && progress.done < progress.total) return;
-      last = now;
-      const share = Math.min(1, progress.done / progress.total);
-      const bar = '#'.repeat(Math.round(share * 20)).padEnd(20, '.');
-      const text = `${progress.agentId}: ${progress.stage} [${bar}] ${progress.done}/${progress.total}`;
-      width = Math.max(width, text.length);
-      stderr.write(`\r${text.padEnd(width)}`);
-      shown = true;
-    },
-    done: () => {
-      if (shown) stderr.write(`\r${' '.repeat(width)}\r`);
-    },
+    onProgress: ({ agentId, stage, done, total }) => progress.update({ label: `${agentId}: ${stage}`, done, total }),
+    done: () => progress.stop(),
   };
 }
 
 async function runCleanup(ctx: CliContext): Promise<number> {
   const flags = ctx.options as unknown as CleanupFlags;
   const selection = selectionOf(flags);
-  const progress = progressLine(ctx);
+  const progress = cleanupProgress(ctx);
   const plans = new Map<string, CleanupPlan>();
   let report;
   try {
@@ -135,7 +117,7 @@ async function runCleanup(ctx: CliContext): Promise<number> {
       onPlan: (location: StoreLocation, plan: CleanupPlan) => plans.set(location.storePath, plan),
     });
   } finally {
-    progress.done();
+    await progress.done();
   }
   const several = selection.allAgents === true;
   if (!several) {
@@ -214,7 +196,7 @@ function summaryLines(s: CleanupStoreSummary): string[] {
 
 async function runMaintainCommand(ctx: CliContext): Promise<number> {
   const flags = ctx.options as { dryRun?: boolean };
-  const progress = progressLine(ctx);
+  const progress = cleanupProgress(ctx);
   let result;
   const engine = await ctx.engine();
   // Turns before resets (session.reset.beforeReset) are runs: their events go to stderr.
@@ -222,7 +204,7 @@ async function runMaintainCommand(ctx: CliContext): Promise<number> {
   try {
     result = await runMaintain(engine, { dryRun: flags.dryRun === true, onProgress: progress.onProgress });
   } finally {
-    progress.done();
+    await progress.done();
   }
   await waitForQueueWork(engine);
   if (ctx.json) writeJsonLine(ctx.streams.stdout, result.report);

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
 import { normalizeAgentId, toSwitchboardError } from '../core/index.js';
 import { agentRunnerConfig, sharedDmWarnings } from '../engine/index.js';
-import { resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
+import { displayTimeZone, resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
 import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
@@ -120,6 +120,7 @@ function semanticProblems(config: SwitchboardConfig): string[] {
   for (const [name, block] of Object.entries(session.resetByType ?? {})) check(() => validateResetConfig({ resetByType: { [name]: block } }));
   for (const [name, block] of Object.entries(session.resetByChannel ?? {})) check(() => validateResetConfig({ resetByChannel: { [name]: block } }));
   check(() => validateResetConfig({ resetTriggers: session.resetTriggers }));
+  check(() => displayTimeZone(config));
   for (const [key, value] of Object.entries(session.maintenance ?? {})) check(() => resolveMaintenanceSettings({ [key]: value }));
   check(() => resolveMaintenanceSettings(session.maintenance));
   check(() => resolveMaintainEveryMs(session.maintenance));

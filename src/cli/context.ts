@@ -6,7 +6,7 @@ import { clockFrom, type Clock } from '../core/index.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
 import { keepCapsOnWrite, type EngineContext } from '../engine/index.js';
-import { validateResetConfig } from '../policy/index.js';
+import { displayTimeZone, validateResetConfig } from '../policy/index.js';
 import { resolveStateDir } from '../store/index.js';
 import { painterFor, type Painter, type Streams } from './output.js';
 
@@ -59,6 +59,7 @@ export class CliContext {
     const loaded = await this.config();
     const table = await this.routingTable();
     validateResetConfig(loaded.config.session);
+    displayTimeZone(loaded.config);
     const engine: EngineContext = { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
     keepCapsOnWrite(engine); // enforce mode: every store write keeps maxEntries/pruneAfter
     return engine;

@@ -8,6 +8,7 @@ import { runDoctor, type DoctorProblem, type DoctorReport, type StoreSelection }
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine, type Painter } from './output.js';
+import { progressFor } from './progress.js';
 
 /** Exit status when problems remain (bad data / corrupt store, as in cli.md). */
 const PROBLEMS_EXIT_CODE = 65;
@@ -34,6 +35,7 @@ export function registerDoctorCommand(program: Command, hooks: ProgramHooks): vo
       `
 Exit status: 0 when healthy (or everything was repaired), 65 when problems remain.
 Repairs keep the original bytes: <transcript>.bak-<ts>, sessions.json.corrupt-<ts>.
+On a terminal a long check shows a progress line on stderr (never in a pipe or with --json).
 
 Example:
   $ switchboard doctor --repair`,
@@ -51,7 +53,18 @@ async function runDoctorCommand(ctx: CliContext): Promise<number> {
   const flags = ctx.options as unknown as DoctorFlags;
   const selection = selectionOf(flags);
   const loaded = await ctx.config();
-  const report = await runDoctor(await ctx.engine(), { ...selection, repair: flags.repair === true || flags.fix === true, configPath: loaded.path });
+  const progress = progressFor(ctx);
+  let report: DoctorReport;
+  try {
+    report = await runDoctor(await ctx.engine(), {
+      ...selection,
+      repair: flags.repair === true || flags.fix === true,
+      configPath: loaded.path,
+      onProgress: ({ agentId, step, done, total }) => progress.update({ label: `${agentId}: ${step}`, done, total }),
+    });
+  } finally {
+    await progress.stop();
+  }
   if (ctx.json) writeJsonLine(ctx.streams.stdout, report);
   else ctx.streams.stdout.write(renderReport(report, await ctx.painter()));
   if (!report.ok && !report.repair && report.summary.repairable > 0) {

@@ -1,4 +1,8 @@
-// Small text formatters shared by the human-readable outputs.
+// Small text formatters shared by the human-readable outputs: ages, times in the configured
+// zone, sizes, and tables padded by display width (a CJK character or an emoji takes two columns).
+
+import stringWidth from 'string-width';
+import { formatInstant } from '../policy/index.js';
 
 export function formatAge(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
@@ -11,8 +15,23 @@ export function formatAge(ms: number | null | undefined): string {
   return `${Math.floor(h / 24)}d`;
 }
 
-export function formatTime(ms: number | null | undefined): string {
-  return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
+/** An instant in `timeZone` (see `displayTimeZone`), ISO 8601 with the zone's offset; UTC without one. */
+export function formatTime(ms: number | null | undefined, timeZone?: string): string {
+  return ms === null || ms === undefined ? '-' : formatInstant(ms, timeZone);
+}
+
+/** Columns `text` takes on a terminal: wide East Asian characters and emoji count 2, combining marks 0. */
+export function displayWidth(text: string): number {
+  // Most cells are plain ASCII (keys, ages, ids): one column per character, no Unicode tables
+  // needed, which keeps a listing of every session fast.
+  return PRINTABLE_ASCII.test(text) ? text.length : stringWidth(text);
+}
+
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
+/** `text` followed by spaces up to `width` columns (never cut). */
+export function padDisplay(text: string, width: number): string {
+  return text + ' '.repeat(Math.max(0, width - displayWidth(text)));
 }
 
 export function formatBytes(bytes: number | null | undefined): string {
@@ -22,12 +41,12 @@ export function formatBytes(bytes: number | null | undefined): string {
   return `${(bytes / 1024 / 1024).toFixed(1)}mb`;
 }
 
-/** A left-aligned text table; the last column is not padded. */
+/** A left-aligned text table, columns lined up by display width; the last column is not padded. */
 export function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+  const widths = headers.map((h, i) => rows.reduce((widest, r) => Math.max(widest, displayWidth(r[i] ?? '')), displayWidth(h)));
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i])))
+      .map((cell, i) => (i === cells.length - 1 ? cell : padDisplay(cell, widths[i])))
       .join('  ')
       .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n') + '\n';

@@ -17,6 +17,8 @@ import {
 } from '../engine/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
+import { reportStoppedIngest } from './ingest-stop.js';
+import { progressFor } from './progress.js';
 import { BufferedWriter, outputClosed } from './output.js';
 import { addRouteFlags, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
 import { runIngestViaSocket, runSendViaSocket } from './serve.js';
@@ -39,8 +41,9 @@ export function registerIngestCommands(program: Command, hooks: ProgramHooks): v
 Each line is a message: {channel, peer?, text, sender?, messageId?, kind?, sessionKey?, ...}.
 Each line gets one event, in order: {"type":"result",...} or {"type":"error","line":N,...}.
 A result is printed only after its message is on disk. Exit 65 if any line was bad.
-If stdout closes early (| head), ingest stops taking input after the batch it was
-writing, says after which line on stderr, and exits 74; every line up to it is recorded.
+If stdout closes early (| head), ingest (--socket too) stops taking input after the batch
+it was writing, says after which line on stderr, and exits 74; every line up to it is recorded.
+A FILE of 1 MiB or more shows how far it is read on stderr when that is a terminal.
 
 With a runner configured (agents.defaults.runner), messages for idle sessions start runs and
 the rest follow the session's queue mode; ingest waits for the runs it started and the queues
@@ -182,8 +185,8 @@ function startQueue(ctx: CliContext, engine: EngineContext): boolean {
   return wait;
 }
 
-/** ingest whose stdout closed before its input ended: IO, as for any output it could not write. */
-const OUTPUT_CLOSED_EXIT_CODE = new SwitchboardError('IO', 'stdout closed').exitCode;
+/** Files at least this large show progress on a terminal. */
+const PROGRESS_MIN_FILE_BYTES = 1024 * 1024;
 
 /** How long a signalled ingest waits for its aborted runs to be recorded before it exits anyway. */
 const SHUTDOWN_GRACE_MS = 20_000;
@@ -207,6 +210,11 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
     }
     input = fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
   }
+  // A large file shows how far it is on a terminal (progress.ts decides whether there is one).
+  const fileBytes = input instanceof fs.ReadStream ? fs.statSync(file!).size : 0;
+  const progress = fileBytes >= PROGRESS_MIN_FILE_BYTES ? progressFor(ctx) : undefined;
+  const showProgress = (): void => progress?.update({ label: `ingest ${file}`, done: (input as fs.ReadStream).bytesRead, total: fileBytes, unit: 'bytes' });
+  showProgress();
   const out = new BufferedWriter(ctx.streams.stdout);
   let exitCode = 0;
   const tally = { results: 0, errors: 0, sessions: new Set<string>(), resets: 0 };
@@ -224,18 +232,11 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
     await out.flush();
     if (!outputClosed(ctx.streams.stdout) && events.length > 0) acknowledgedLine = events[events.length - 1].line;
     exitCode = exitCodeFor(events, exitCode);
-  }, maxBatchBytes, () => outputClosed(ctx.streams.stdout));
+    showProgress();
+  }, maxBatchBytes, () => outputClosed(ctx.streams.stdout)).finally(() => progress?.stop());
   await out.flush();
   if (wait) await waitForQueueWork(engine);
-  if (stoppedAfterLine !== null) {
-    // Nobody reads the acknowledgements any more: recording more would take messages in without
-    // telling anyone. Every line up to the stop is on disk; a resend with messageIds is safe.
-    ctx.note(
-      `switchboard: stdout closed; stopped taking input after line ${stoppedAfterLine}: lines 1-${stoppedAfterLine} are recorded ` +
-        `(results printed up to line ${acknowledgedLine}), nothing after line ${stoppedAfterLine} was taken in`,
-    );
-    return OUTPUT_CLOSED_EXIT_CODE;
-  }
+  if (stoppedAfterLine !== null) return reportStoppedIngest(ctx, stoppedAfterLine, acknowledgedLine);
   // A one-line summary for a person at a terminal; scripts read the events.
   if (ctx.streams.stderr.isTTY) {
     ctx.note(`switchboard: ${tally.results} message(s) taken into ${tally.sessions.size} session(s)${tally.resets ? `, ${tally.resets} reset(s)` : ''}${tally.errors ? `, ${tally.errors} bad line(s)` : ''}`);

@@ -5,7 +5,9 @@ import type { Command } from 'commander';
 import { SwitchboardError, describeLineError, isSwitchboardError, jsonDepthExceeds, readNdjson, toSwitchboardError } from '../core/index.js';
 import { explainFully, explanationJson, type InstanceAndTime } from '../engine/index.js';
 import { normalizeRouteInput, resolveRoute, type RouteExplanation, type RouteInput, type TraceTier } from '../routing/index.js';
+import { displayTimeZone } from '../policy/index.js';
 import type { CliContext } from './context.js';
+import { formatTime } from './format.js';
 import type { ProgramHooks } from './main.js';
 import { BufferedWriter, writeJsonLine, type Painter } from './output.js';
 import { addRouteFlags, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
@@ -125,7 +127,8 @@ async function runExplain(ctx: CliContext): Promise<number> {
     writeJsonLine(ctx.streams.stdout, explanationJson(input, full));
     return 0;
   }
-  ctx.streams.stdout.write(renderExplanation(full.explanation, input, full, full.warnings, await ctx.painter()));
+  const timeZone = displayTimeZone((await ctx.config()).config);
+  ctx.streams.stdout.write(renderExplanation(full.explanation, input, full, full.warnings, await ctx.painter(), timeZone));
   return 0;
 }
 
@@ -197,7 +200,7 @@ export function renderRefusal(trace: TraceTier[], input: RouteInput, error: Swit
 }
 
 /** The explain tree: tiers with their candidates, the winner, then the key derivation. */
-export function renderExplanation(explanation: RouteExplanation, input: RouteInput, more: InstanceAndTime, warnings: string[], paint: Painter): string {
+export function renderExplanation(explanation: RouteExplanation, input: RouteInput, more: InstanceAndTime, warnings: string[], paint: Painter, timeZone?: string): string {
   const { route, trace, derivation, binding } = explanation;
   const lines: string[] = [];
   lines.push(`${paint.bold('input')}  ${describeInput(input)}`);
@@ -227,7 +230,7 @@ export function renderExplanation(explanation: RouteExplanation, input: RouteInp
   const instanceRows = session.exists
     ? [
         `sessionId: ${session.sessionId}`,
-        session.fresh ? `fresh: yes${session.nextResetAt ? `, next reset ${new Date(session.nextResetAt).toISOString()}` : ''}` : paint.yellow(`stale (${session.staleReason}): the next message starts a new instance`),
+        session.fresh ? `fresh: yes${session.nextResetAt ? `, next reset ${formatTime(session.nextResetAt, timeZone)}` : ''}` : paint.yellow(`stale (${session.staleReason}): the next message starts a new instance`),
       ]
     : ['no instance yet: the next message creates one'];
   instanceRows.push(`reset policy: ${resetText}`);

@@ -9,7 +9,8 @@ import { SwitchboardError, maxBatchBytesFrom } from '../core/index.js';
 import type { IngestEvent } from '../engine/index.js';
 import { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
-import { BufferedWriter } from './output.js';
+import { reportStoppedIngest } from './ingest-stop.js';
+import { BufferedWriter, outputClosed } from './output.js';
 
 /** Kept equal to DEFAULT_GRACE_MS of server/ (which is only loaded when serving). */
 const DEFAULT_GRACE_MS = 10_000;
@@ -102,23 +103,27 @@ async function ingestThroughServer(ctx: CliContext, input: AsyncIterable<Buffer 
     out.line(JSON.stringify(event));
     await out.flush();
   };
+  let acknowledgedLine = 0;
   const summary = await ingestViaSocket(
     socketPathOf(ctx, socketPath),
     input,
     async (events: IngestEvent[]) => {
       for (const event of events) out.line(JSON.stringify(event));
       await out.flush();
+      if (!outputClosed(ctx.streams.stdout) && events.length > 0) acknowledgedLine = events[events.length - 1].line;
     },
-    wait ? { onRunEvent } : {},
+    // A closed stdout (| head) stops the input as a local ingest does; runs go on in the server.
+    { ...(wait ? { onRunEvent } : {}), shouldStop: () => outputClosed(ctx.streams.stdout) },
   );
   await out.flush();
   if (summary.cutShort) ctx.note('switchboard: the server stopped before the runs of these messages ended; what still waits stays queued');
-  return summary;
+  return { ...summary, acknowledgedLine };
 }
 
 /** `switchboard ingest [FILE] --socket [PATH]`: the messages go to a running `serve`; same events, same exit codes. */
 export async function runIngestViaSocket(ctx: CliContext, file: string | undefined, socketPath: string | boolean | undefined): Promise<number> {
   const summary = await ingestThroughServer(ctx, inputOf(ctx, file), socketPath);
+  if (summary.stoppedAfterLine !== undefined) return reportStoppedIngest(ctx, summary.stoppedAfterLine, summary.acknowledgedLine);
   if (ctx.streams.stderr.isTTY) {
     ctx.note(
       `switchboard: ${summary.results} message(s) taken into ${summary.sessions.size} session(s)${summary.resets ? `, ${summary.resets} reset(s)` : ''}${summary.errors ? `, ${summary.errors} bad line(s)` : ''}`,
@@ -129,5 +134,6 @@ export async function runIngestViaSocket(ctx: CliContext, file: string | undefin
 
 /** `switchboard send TEXT … --socket PATH`: one message (built from the flags as `send` does), handled as `ingest --socket` handles a line. */
 export async function runSendViaSocket(ctx: CliContext, message: Record<string, unknown>, socketPath: string | boolean | undefined): Promise<number> {
+  // One message: a closed stdout loses its events only (as a local send's), never the message.
   return (await ingestThroughServer(ctx, Readable.from([`${JSON.stringify(message)}\n`]), socketPath)).exitCode;
 }

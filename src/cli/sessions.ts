@@ -23,7 +23,8 @@ import {
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import { ASKS_FIRST, addDestructiveFlags as addFlags, dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
-import { beforeResetText, formatAge, formatBytes, formatTime, table } from './format.js';
+import { displayTimeZone, formatInstant } from '../policy/index.js';
+import { beforeResetText, formatAge, formatBytes, formatTime as formatTimeIn, table } from './format.js';
 import { registerCleanupCommand } from './cleanup-and-maintain.js';
 import { registerPinRouteCommands } from './pin-route.js';
 import type { ProgramHooks } from './main.js';
@@ -207,6 +208,8 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     return 0;
   }
   const { entry, freshness, lock, transcript } = details;
+  const zone = displayTimeZone((await ctx.config()).config);
+  const formatTime = (ms: number | null | undefined) => formatTimeIn(ms, zone);
   const rows: [string, string][] = [
     ['key', details.key],
     ['agent', details.location.agentId],
@@ -265,9 +268,17 @@ function tokensLine(counts: ReturnType<typeof tokenCountsOf>): string {
   return parts.join(', ');
 }
 
+/** A record's stored time as shown: in the configured zone when one is set, to the second. */
+function shownTime(timestamp: unknown, zone: string | undefined): string {
+  if (typeof timestamp !== 'string') return '';
+  const ms = zone === undefined ? Number.NaN : Date.parse(timestamp);
+  const text = Number.isFinite(ms) ? formatInstant(ms, zone) : timestamp;
+  return text.replace('T', ' ').replace(/\.\d+(?=Z$|[+-]\d\d:\d\d$)/, '');
+}
+
 /** One readable line per record: time, who, text. `key`: the session asked for (OpenClaw's headers name none). */
-function renderRecord(record: TranscriptRecord, key: string): string {
-  const time = typeof record.timestamp === 'string' ? record.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
+function renderRecord(record: TranscriptRecord, key: string, zone?: string): string {
+  const time = shownTime(record.timestamp, zone);
   if (record.type === 'session') return `── session ${String(record.id)} (${typeof record.sessionKey === 'string' ? record.sessionKey : key}) started ${time}`;
   if (record.type === 'message') {
     const message = (record.message ?? {}) as { role?: string; content?: unknown; sender?: { name?: string; id?: string }; channel?: string; model?: string };
@@ -296,6 +307,8 @@ const FOLLOW_RECHECK_MS = 300;
 
 async function runHistory(ctx: CliContext, key: string): Promise<number> {
   const history = await sessionHistory(await ctx.engine(), key, selectionOf(ctx));
+  const zone = displayTimeZone((await ctx.config()).config);
+  const formatTime = (ms: number | null | undefined) => formatTimeIn(ms, zone);
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, history);
     return 0;
@@ -333,9 +346,10 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
     throw new SwitchboardError('USAGE', `${key.trim()} is an archived instance: it does not grow`, { hint: 'follow its key instead: `switchboard sessions transcript KEY --follow`' });
   }
   const tail = flags.tail !== undefined ? positiveInt(flags.tail, '--tail') : undefined;
+  const zone = displayTimeZone((await ctx.config()).config);
   const print = (record: TranscriptRecord) => {
     if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
-    else ctx.streams.stdout.write(`${renderRecord(record, target.key)}\n`);
+    else ctx.streams.stdout.write(`${renderRecord(record, target.key, zone)}\n`);
   };
   const reader = readTranscript(target.file);
   const kept: TranscriptRecord[] = [];

@@ -34,5 +34,6 @@ export const DERIVED_DEFAULTS: Record<string, string> = {
   'session.maintenance.maxDiskBytes': 'off',
   'session.maintenance.highWaterBytes': '80% of maxDiskBytes',
   'session.reset.timezone': 'the host time zone (TZ)',
+  'agents.defaults.userTimezone': 'session.reset.timezone if set, else times are shown in UTC',
   'agents.list': 'one agent "main"',
 };

@@ -101,7 +101,7 @@ export interface QueueConfig {
 
 export interface SwitchboardConfig {
   agents?: {
-    defaults?: { runner?: RunnerConfig; maxConcurrent?: number; systemAgent?: { agentId?: string }; [key: string]: unknown };
+    defaults?: { runner?: RunnerConfig; maxConcurrent?: number; systemAgent?: { agentId?: string }; userTimezone?: string; [key: string]: unknown };
     list?: AgentConfig[];
     entries?: Record<string, AgentEntry>;
     ownership?: 'explicit';

@@ -325,6 +325,8 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
   }
 
   let done = 0;
+  // The start counts too: a display decides from the total whether there is much to do.
+  options.onProgress?.(0, toStat.length);
   await inPool(toStat, STAT_CONCURRENCY, async (item) => {
     const file = path.join(location.sessionsDir, item.name);
     try {

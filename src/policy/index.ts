@@ -34,6 +34,8 @@ export {
   type BeforeResetSettings,
 } from './reset.js';
 
+export { displayTimeZone, formatInstant } from './display-time.js';
+
 export {
   isValidTimeZone,
   hostTimeZone,

@@ -65,7 +65,8 @@ function configError(path: string, value: unknown, expected: string): never {
   });
 }
 
-function readTimeZone(value: unknown, path: string): string | undefined {
+/** A time-zone setting at `path`: unset → undefined; anything but a known IANA name → CONFIG_INVALID. */
+export function readTimeZone(value: unknown, path: string): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string' || !isValidTimeZone(value)) {
     throw new SwitchboardError('CONFIG_INVALID', `${path}: ${JSON.stringify(value)} is not a known IANA time zone`, {

@@ -189,6 +189,11 @@ export interface SocketIngestSummary {
   resets: number;
   /** The server stopped (or the connection dropped) while runs of these sessions were still going. */
   cutShort?: boolean;
+  /**
+   * Set when `shouldStop` ended the input early: the last line handed to the server. It and every
+   * line before it were answered (so are on disk); nothing after it was sent.
+   */
+  stoppedAfterLine?: number;
 }
 
 export interface SocketIngestOptions {
@@ -205,6 +210,12 @@ export interface SocketIngestOptions {
   batchMessages?: number;
   /** Most message bytes per request (default 256 KiB; a single larger message goes alone). */
   batchBytes?: number;
+  /**
+   * Asked after each answer is delivered: true stops taking input (nothing more is sent, the
+   * requests in flight are still answered, runs are not waited for) — e.g. once nobody reads the
+   * events any more.
+   */
+  shouldStop?: () => boolean;
 }
 
 /** The error event `switchboard ingest` prints for a line, built from the engine's own parser. */
@@ -240,6 +251,12 @@ export async function ingestViaSocket(
   let slotsAdded = 0;
   let slotsDelivered = 0;
   const follower = options.onRunEvent ? await followRuns(client, summary.sessions, options.onRunEvent, () => slotsAdded) : undefined;
+  // Stopping early: the reader may be waiting for input that never comes, so the stop is a
+  // promise of its own that the reading is raced against.
+  let stopped = false;
+  let lastSentLine = 0;
+  let onStop = (): void => undefined;
+  const stopping = new Promise<void>((resolve) => (onStop = resolve));
 
   const deliver = async (events: IngestEvent[]): Promise<void> => {
     for (const event of events) {
@@ -253,13 +270,19 @@ export async function ingestViaSocket(
     summary.exitCode = exitCodeFor(events, summary.exitCode);
     await onEvents(events);
     await follower?.sessionsGrew(++slotsDelivered);
+    if (!stopped && options.shouldStop?.() === true) {
+      stopped = true;
+      onStop();
+    }
   };
   // Answers are delivered in line order as they come; at most `window` wait undelivered. After a
   // failure nothing more is delivered (the chain stays rejected) and the failure is thrown.
   let tail: Promise<void> = Promise.resolve();
   const undelivered: Promise<void>[] = [];
-  const addSlot = async (slot: Promise<IngestEvent[]>): Promise<void> => {
+  const addSlot = async (slot: Promise<IngestEvent[]>, lastLine: number): Promise<void> => {
+    if (stopped) throw STOP_READING;
     slotsAdded++;
+    lastSentLine = lastLine;
     slot.catch(() => undefined);
     tail = tail.then(async () => deliver(await slot));
     tail.catch(() => undefined);
@@ -267,18 +290,22 @@ export async function ingestViaSocket(
     while (undelivered.length > window) await undelivered.shift();
   };
   const flush = async (): Promise<void> => {
-    if (batch === undefined) return;
+    if (batch === undefined || stopped) return;
     const { first, messages } = batch;
     batch = undefined;
-    await addSlot(client.request<{ events: IngestEvent[] }>('ingest', { line: first, messages }).then((result) => result.events));
+    await addSlot(
+      client.request<{ events: IngestEvent[] }>('ingest', { line: first, messages }).then((result) => result.events),
+      first + messages.length - 1,
+    );
   };
 
   try {
-    await readNdjson(input, async (lines) => {
+    const reading = readNdjson(input, async (lines) => {
       for (const item of lines) {
+        if (stopped) throw STOP_READING;
         if ('error' in item) {
           await flush();
-          await addSlot(Promise.resolve([localErrorEvent(item.line, new SwitchboardError('BAD_MESSAGE', describeLineError(item.error, item.bytes)))]));
+          await addSlot(Promise.resolve([localErrorEvent(item.line, new SwitchboardError('BAD_MESSAGE', describeLineError(item.error, item.bytes)))]), item.line);
           continue;
         }
         if (item.text.trim() === '') {
@@ -299,7 +326,7 @@ export async function ingestViaSocket(
           } catch (err) {
             event = localErrorEvent(item.line, err);
           }
-          await addSlot(Promise.resolve([event]));
+          await addSlot(Promise.resolve([event]), item.line);
           continue;
         }
         const bytes = Buffer.byteLength(item.text);
@@ -312,9 +339,18 @@ export async function ingestViaSocket(
       }
       await flush();
     });
-    await flush();
+    reading.catch(() => undefined);
+    await Promise.race([reading, stopping]);
+    if (!stopped) {
+      await reading;
+      await flush();
+    }
     await tail;
-    if (follower) summary.cutShort = !(await follower.untilIdle());
+    if (stopped) {
+      // Everything sent was answered (and so is on disk); the rest of the input stays unread.
+      (input as { destroy?: () => void }).destroy?.();
+      summary.stoppedAfterLine = lastSentLine;
+    } else if (follower) summary.cutShort = !(await follower.untilIdle());
   } catch (err) {
     if (!isSwitchboardError(err)) {
       throw new SwitchboardError('IO', `reading input failed: ${(err as Error).message}`, { cause: err });
@@ -325,6 +361,9 @@ export async function ingestViaSocket(
   }
   return summary;
 }
+
+/** Thrown into the reader to end it once the input is no longer taken. */
+const STOP_READING = new Error('ingest stopped taking input');
 
 /** How often a waiting `ingest --socket` asks whether its sessions are idle. */
 const IDLE_POLL_MS = 50;

@@ -50,7 +50,7 @@ import { StoreCheck } from './store-check.js';
 import { checkTempFiles } from './temp-files.js';
 import { checkTranscripts, scanTranscripts } from './transcripts.js';
 
-export type { DoctorChange, DoctorChangeAction, DoctorOptions, DoctorProblem, DoctorProblemKind, DoctorReport, DoctorStoreReport } from './report.js';
+export type { DoctorChange, DoctorChangeAction, DoctorOptions, DoctorProgress, DoctorProblem, DoctorProblemKind, DoctorReport, DoctorStoreReport } from './report.js';
 
 interface DoctorStep {
   /** For the report when the step itself fails: "could not <what>". */
@@ -81,7 +81,7 @@ export async function runDoctor(ctx: EngineContext, options: DoctorOptions = {})
   const warnings = [...findUnknownKeys(ctx.config).map((p) => `unknown key ${p} (ignored)`), ...ctx.table.warnings];
   const stores: DoctorStoreReport[] = [];
   for (const location of await doctorStores(ctx, options)) {
-    stores.push(await checkStore(ctx, location, repair));
+    stores.push(await checkStore(ctx, location, repair, options.onProgress));
   }
   const problems = stores.flatMap((store) => store.problems);
   const byKind: Partial<Record<DoctorProblemKind, number>> = {};
@@ -142,7 +142,7 @@ async function doctorStores(ctx: EngineContext, selection: StoreSelection): Prom
   return locations;
 }
 
-async function checkStore(ctx: EngineContext, location: StoreLocation, repair: boolean): Promise<DoctorStoreReport> {
+async function checkStore(ctx: EngineContext, location: StoreLocation, repair: boolean, onProgress?: DoctorOptions['onProgress']): Promise<DoctorStoreReport> {
   const doc = new StoreCheck(ctx, location, repair);
   const listed = await step(doc, 'list the sessions folder', async () => {
     const listing = await listFolder(location.sessionsDir);
@@ -153,8 +153,13 @@ async function checkStore(ctx: EngineContext, location: StoreLocation, repair: b
   });
   if (listed !== true) return doc.report;
   // Each step on its own: one that fails (a permission error, say) does not hide the others.
-  for (const { what, needsStore, run } of STEPS) {
+  for (const [index, { what, needsStore, run }] of STEPS.entries()) {
     if (needsStore === true && doc.store === null) continue;
+    if (onProgress !== undefined) {
+      // A step that goes item by item reports its own count; the others count as steps.
+      doc.progress = (done, total) => onProgress({ agentId: location.agentId, step: what, done, total });
+      onProgress({ agentId: location.agentId, step: what, done: index, total: STEPS.length });
+    }
     await step(doc, what, () => run(doc));
   }
   if (doc.store !== null) doc.report.sessions = Object.keys(doc.store).length;

@@ -119,8 +119,18 @@ export interface DoctorReport {
   };
 }
 
+/** Where doctor is: the store, the step, and how many of its items are done (for a progress display). */
+export interface DoctorProgress {
+  agentId: string;
+  step: string;
+  done: number;
+  total: number;
+}
+
 export interface DoctorOptions extends StoreSelection {
   repair?: boolean;
+  /** Called as steps start and as the long ones (reading every transcript) go. */
+  onProgress?: (progress: DoctorProgress) => void;
   /** The config file in use (for the report); null when running on built-in defaults. */
   configPath?: string | null;
 }

@@ -12,8 +12,9 @@ import type { StoreCheck } from './store-check.js';
 import { ChunkedWriter, scanTranscript, type TranscriptScan } from './transcript-scan.js';
 
 export async function scanTranscripts(doc: StoreCheck): Promise<void> {
-  for (const name of doc.listing.files) {
-    if (!name.endsWith(TRANSCRIPT_SUFFIX)) continue;
+  const names = doc.listing.files.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX));
+  for (const [index, name] of names.entries()) {
+    if (index % 50 === 0) doc.progress(index, names.length);
     const file = doc.inside(name);
     try {
       const scan = await scanTranscript(file);

@@ -1,0 +1,85 @@
+// What people read: tables line up by display width (CJK and emoji take two columns, combining
+// marks none), and times are shown in the configured time zone where one is set.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { runCli, tempDir } from '../helpers.js';
+
+/**
+ * Columns a string takes on a terminal, for the characters these tests use (written out here so
+ * the test does not measure with the library under test): CJK ideographs and emoji 2, combining
+ * accents 0, everything else 1.
+ */
+function columns(text: string): number {
+  let width = 0;
+  for (const char of text) {
+    const code = char.codePointAt(0)!;
+    if (code >= 0x300 && code <= 0x36f) continue;
+    width += (code >= 0x4e00 && code <= 0x9fff) || (code >= 0x1f300 && code <= 0x1faff) ? 2 : 1;
+  }
+  return width;
+}
+
+const PEERS = ['王小明', '😀x', 'ande\u0301', 'bob'];
+
+function messages(): string {
+  return PEERS.map((peer) => JSON.stringify({ channel: 'telegram', peer: `direct:${peer}`, text: `hi ${peer}` })).join('\n');
+}
+
+describe('display', () => {
+  test('sessions table: every column starts at the same terminal column with CJK, emoji and combining marks in the keys', async () => {
+    const state = tempDir();
+    fs.writeFileSync(path.join(state, 'switchboard.json5'), '{ session: { dmScope: "per-peer" } }');
+    assert.equal((await runCli(['ingest', '--state-dir', state, '--now', '2026-11-30T07:00:00Z'], { input: messages() })).code, 0);
+    const r = await runCli(['sessions', '--state-dir', state, '--now', '2026-11-30T08:00:00Z']);
+    assert.equal(r.code, 0, r.stderr);
+    const [header, ...rows] = r.stdout.trimEnd().split('\n');
+    assert.equal(rows.length, PEERS.length);
+    for (const name of ['Age', 'Model', 'Flags']) {
+      const at = header.search(new RegExp(`\\b${name}\\b`));
+      for (const row of rows) {
+        // The cell of that column in this row: after the key, the rows read "1h  -  -".
+        const cell = name === 'Age' ? '1h' : '-';
+        const index = name === 'Flags' ? row.lastIndexOf(cell) : name === 'Model' ? row.indexOf(cell, row.indexOf('1h')) : row.indexOf(cell);
+        assert.equal(columns(row.slice(0, index)), at, `${name} lines up in ${JSON.stringify(row)}`);
+      }
+    }
+  });
+
+  test('times: agents.defaults.userTimezone, else session.reset.timezone, else UTC; an unknown zone is a config error (78)', async () => {
+    const cases: [string, RegExp, RegExp][] = [
+      ['{ session: { dmScope: "per-peer" }, agents: { defaults: { userTimezone: "Asia/Tokyo" } } }', /^started +2026-11-30T16:00:00\.000\+09:00$/m, /^2026-11-30 16:00:00\+09:00 {2}user via telegram: hi bob$/m],
+      ['{ session: { dmScope: "per-peer", reset: { mode: "daily", timezone: "America/New_York" } } }', /^started +2026-11-30T02:00:00\.000-05:00$/m, /^2026-11-30 02:00:00-05:00 {2}user/m],
+      ['{ session: { dmScope: "per-peer" } }', /^started +2026-11-30T07:00:00\.000Z$/m, /^2026-11-30 07:00:00Z {2}user/m],
+    ];
+    for (const [config, shown, transcriptLine] of cases) {
+      const state = tempDir();
+      fs.writeFileSync(path.join(state, 'switchboard.json5'), config);
+      assert.equal((await runCli(['ingest', '--state-dir', state, '--now', '2026-11-30T07:00:00Z'], { input: messages() })).code, 0);
+      const show = await runCli(['sessions', 'show', 'agent:main:direct:bob', '--state-dir', state]);
+      assert.equal(show.code, 0, show.stderr);
+      assert.match(show.stdout, shown, config);
+      const transcript = await runCli(['sessions', 'transcript', 'agent:main:direct:bob', '--state-dir', state]);
+      assert.match(transcript.stdout, transcriptLine, config);
+      // JSON stays in UTC epoch ms / ISO as stored: only what people read changes.
+      const json = JSON.parse((await runCli(['sessions', 'show', 'agent:main:direct:bob', '--json', '--state-dir', state])).stdout);
+      assert.equal(json.entry.sessionStartedAt, Date.parse('2026-11-30T07:00:00Z'));
+    }
+
+    // route explain's next reset, in the daily reset's zone (04:00 New York = 09:00 UTC).
+    const state = tempDir();
+    fs.writeFileSync(path.join(state, 'switchboard.json5'), '{ session: { dmScope: "per-peer", reset: { mode: "daily", timezone: "America/New_York" } } }');
+    assert.equal((await runCli(['ingest', '--state-dir', state, '--now', '2026-11-30T10:00:00Z'], { input: messages() })).code, 0);
+    const explain = await runCli(['route', 'explain', '--channel', 'telegram', '--peer', 'direct:bob', '--state-dir', state, '--now', '2026-11-30T11:00:00Z']);
+    assert.match(explain.stdout, /next reset 2026-12-01T04:00:00\.000-05:00/);
+
+    const bad = tempDir();
+    fs.writeFileSync(path.join(bad, 'switchboard.json5'), '{ agents: { defaults: { userTimezone: "Mars/Olympus" } } }');
+    const validate = await runCli(['config', 'validate', '--state-dir', bad]);
+    assert.equal(validate.code, 78);
+    assert.match(validate.stderr + validate.stdout, /agents\.defaults\.userTimezone/);
+    assert.equal((await runCli(['sessions', 'show', 'x', '--state-dir', bad])).code, 78);
+  });
+});
