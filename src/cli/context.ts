@@ -2,12 +2,10 @@
 // config / routing table loaded once on first use.
 
 import type { Command } from 'commander';
-import { clockFrom, type Clock } from '../core/index.js';
+import { clockFrom, resolveStateDir, type Clock } from '../core/index.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
 import type { EngineContext } from '../engine/index.js';
-import { validateResetConfig } from '../policy/index.js';
-import { resolveStateDir } from '../store/index.js';
 import { painterFor, type Painter, type Streams } from './output.js';
 
 export interface GlobalOptions {
@@ -58,6 +56,8 @@ export class CliContext {
   async engine(): Promise<EngineContext> {
     const loaded = await this.config();
     const table = await this.routingTable();
+    // Policy is loaded with the engine commands that use it (route resolve needs neither).
+    const { validateResetConfig } = await import('../policy/index.js');
     validateResetConfig(loaded.config.session);
     return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
   }
