@@ -66,12 +66,9 @@ async function runResolve(ctx: CliContext): Promise<number> {
   return 0;
 }
 
-/** `--batch` output goes out in chunks of about this many characters (few large writes, not many small ones). */
-const BATCH_CHUNK_CHARS = 1024 * 1024;
-
 async function runBatch(ctx: CliContext): Promise<number> {
   const table = await ctx.routingTable();
-  const out = new BufferedWriter(ctx.streams.stdout, BATCH_CHUNK_CHARS);
+  const out = new BufferedWriter(ctx.streams.stdout);
   let bad = 0;
   // As ingest: bad lines exit 65, but a line refused for a config reason (NO_OWNER) makes it 78.
   let exitCode = 0;
