@@ -21,7 +21,7 @@ function log(text) {
   process.stderr.write(`echo-runner[${process.env.SWITCHBOARD_RUN_ID ?? '?'}]: ${text}\n`);
 }
 
-let run; // the {"type":"run"} line: runId, sessionKey, sessionId, agentId, messages
+let run; // the {"type":"run"} line: runId, sessionKey, sessionId, agentId, deliveryContext, messages
 const steered = []; // messages that came in through {"type":"steer"} lines
 let aborted = false;
 let cancelTool = () => {};

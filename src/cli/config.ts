@@ -5,7 +5,8 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
 import { toSwitchboardError } from '../core/index.js';
-import { resolveCronRetentionMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
+import { sharedDmWarnings } from '../engine/index.js';
+import { resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
 import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
@@ -25,7 +26,7 @@ export function registerConfigCommands(program: Command, hooks: ProgramHooks): v
 
   config
     .command('validate')
-    .description('check the config file: syntax, schema (with JSON paths), bindings to unknown agents; warn about unknown keys')
+    .description('check the config file: syntax, schema (with JSON paths), bindings to unknown agents; warn about unknown keys and DM sessions several senders share')
     .addHelpText('after', '\nExample:\n  $ switchboard config validate --config examples/switchboard.json5 && echo ok')
     .action(hooks.action((ctx: CliContext) => runValidate(ctx)));
 }
@@ -114,6 +115,7 @@ function semanticProblems(config: SwitchboardConfig): string[] {
   check(() => validateResetConfig({ resetTriggers: session.resetTriggers }));
   for (const [key, value] of Object.entries(session.maintenance ?? {})) check(() => resolveMaintenanceSettings({ [key]: value }));
   check(() => resolveMaintenanceSettings(session.maintenance));
+  check(() => resolveMaintainEveryMs(session.maintenance));
   check(() => resolveCronRetentionMs(config.cron));
   const defaults = config.agents?.defaults?.runner as RunnerConfigInput | undefined;
   check(() => resolveRunnerSpec(undefined, defaults));
@@ -130,7 +132,8 @@ async function runValidate(ctx: CliContext): Promise<number> {
   const loaded = await ctx.config();
   const problems = semanticProblems(loaded.config);
   if (problems.length > 0) throw configProblems(loaded.path ?? 'config', problems, loaded.layers);
-  const warnings = await configWarnings(ctx);
+  // With a store at hand: sessions that several DM senders share under dmScope "main" (privacy).
+  const warnings = [...(await configWarnings(ctx)), ...(await sharedDmWarnings(await ctx.engine()))];
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, { ok: true, path: loaded.path, warnings, unusedKeys: findUnknownKeys(loaded.config) });
   } else {

@@ -56,10 +56,13 @@ export class CliContext {
   async engine(): Promise<EngineContext> {
     const loaded = await this.config();
     const table = await this.routingTable();
-    // Policy is loaded with the engine commands that use it (route resolve needs neither).
+    // Policy and engine are loaded with the commands that use them (route resolve needs neither).
     const { validateResetConfig } = await import('../policy/index.js');
     validateResetConfig(loaded.config.session);
-    return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
+    const { keepCapsOnWrite } = await import('../engine/index.js');
+    const engine: EngineContext = { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
+    keepCapsOnWrite(engine); // enforce mode: every store write keeps maxEntries/pruneAfter
+    return engine;
   }
 
   painter(): Promise<Painter> {

@@ -86,6 +86,7 @@ export function renderReport(report: DoctorReport, paint: Painter): string {
     const counts = store.exists ? `${store.sessions ?? '?'} session(s), ${store.transcripts} transcript(s)` : 'nothing written yet';
     const state = store.problems.length === 0 ? paint.green('ok') : store.problems.every((p) => p.repaired === true) ? paint.green('repaired') : paint.red(`${store.problems.filter((p) => p.repaired !== true).length} problem(s)`);
     out.push(`agent ${paint.bold(store.agentId)}: ${store.storePath} (${counts}) ${state}`);
+    for (const warning of store.warnings) out.push(`  ${paint.yellow('warning:')} ${warning}`);
     for (const problem of store.problems) out.push(...renderProblem(problem, store.sessionsDir, paint));
     if (store.changes.length > 0) {
       out.push(`  changes:`);

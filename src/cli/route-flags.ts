@@ -32,7 +32,7 @@ export function addRouteFlags(command: Command, channelRequired: boolean): Comma
  * A flag is typed by a person, so a bad one is a usage error (exit 2) caught while parsing, not
  * bad input data; an empty id (`direct:`) would address a conversation with nobody.
  */
-function peerFlag(value: string): string {
+export function peerFlag(value: string): string {
   let peer;
   try {
     peer = normalizePeer(value, 'peer');

@@ -220,7 +220,7 @@ export function renderExplanation(explanation: RouteExplanation, input: RouteInp
   if (derivation.threadSuffix) keyRows.push(`thread suffix: ${derivation.threadSuffix}`);
   keyRows.push(`mainKey: ${derivation.mainKey} → ${route.mainSessionKey}`);
   keyRows.push(`sessionKey: ${paint.cyan(route.sessionKey)}`);
-  keyRows.push(`lastRoutePolicy: ${route.lastRoutePolicy}${route.lastRoutePolicy === 'main' ? ' (this message updates the main session\'s last route)' : ' (this message updates its own session\'s last route)'}`);
+  keyRows.push(`lastRoutePolicy: ${route.lastRoutePolicy}${route.lastRoutePolicy === 'main' ? ' (the main session: only its owner moves its last route, see "session address")' : ' (this message updates its own session\'s last route)'}`);
   keyRows.forEach((row, i) => lines.push(`${i === keyRows.length - 1 ? '└─' : '├─'} ${row}`));
   lines.push('');
   lines.push(paint.bold('session instance'));
@@ -237,7 +237,11 @@ export function renderExplanation(explanation: RouteExplanation, input: RouteInp
   lines.push('');
   lines.push(paint.bold('time and delivery'));
   lines.push(`├─ queue: ${queue.mode} (${queue.sources.mode}), debounce ${queue.debounceMs} ms (${queue.sources.debounceMs}), cap ${queue.cap} (${queue.sources.cap}), drop ${queue.dropPolicy} (${queue.sources.dropPolicy})`);
-  lines.push(`└─ replies: ${send.decision === 'allow' ? paint.green('allowed') : paint.red('denied')} (${send.source}${send.rule !== null ? ` rule ${send.rule}` : ''})`);
+  lines.push(`├─ replies: ${send.decision === 'allow' ? paint.green('allowed') : paint.red('denied')} (${send.source}${send.rule !== null ? ` rule ${send.rule}` : ''})`);
+  const { delivery } = more;
+  const address = (a: InstanceAndTime['delivery']['sessionAddress']) => (a ? `${a.channel} ${a.to ?? '(no target yet)'}${a.accountId !== undefined ? ` (account ${a.accountId})` : ''}${a.threadId ? ` thread ${a.threadId}` : ''}` : 'nowhere (no peer, no session address)');
+  lines.push(`├─ reply to: ${address(delivery.reply)}${delivery.replySource === 'session' ? ' (the session\'s address)' : ''}`);
+  lines.push(`└─ session address: ${address(delivery.sessionAddress)} — ${delivery.movesSessionAddress ? 'moved by this message' : 'kept'}: ${delivery.why}`);
   if (warnings.length > 0) {
     lines.push('');
     for (const warning of warnings) lines.push(`${paint.yellow('warning:')} ${warning}`);

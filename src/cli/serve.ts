@@ -30,6 +30,7 @@ queue.cancel, queue.abort, subscribe, unsubscribe, status (see switchboard-serve
 and store-format/socket-protocol.md).
 The socket is mode 0600 in a private folder; one server per socket (a second one
 exits 75). SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config.
+Runs \`switchboard maintain\` every session.maintenance.maintainEvery (default 1h; false: off).
 
 Examples:
   $ switchboard serve --config examples/switchboard.json5 &

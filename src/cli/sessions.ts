@@ -1,13 +1,28 @@
-// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, delete) and the
+// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, pin-route, delete) and the
 // `switchboard reset` shortcut: inspecting and changing session instances.
 
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
-import { deleteSession, findSession, listSessions, resetSession, setPinned, showSession, transcriptFileOf, type FoundSession, type StoreSelection } from '../engine/index.js';
+import {
+  deleteSession,
+  findInstance,
+  findSession,
+  listSessions,
+  resetSession,
+  sessionHistory,
+  setPinned,
+  showSession,
+  tokenCountsOf,
+  transcriptFileOf,
+  type FoundSession,
+  type SessionDetails,
+  type StoreSelection,
+} from '../engine/index.js';
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, formatTime, table } from './format.js';
-import { registerCleanupCommand } from './maintenance.js';
+import { registerCleanupCommand } from './cleanup-and-maintain.js';
+import { registerPinRouteCommands } from './pin-route.js';
 import type { ProgramHooks } from './main.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 
@@ -97,13 +112,25 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
     sessions
       .command('transcript')
       .argument('<key-or-id>')
-      .description('the conversation of the current instance; skipped damaged lines are reported on stderr')
+      .description('the conversation of the current instance, or of an archived one given by its session id; skipped damaged lines are reported on stderr')
       .option('--tail <n>', 'only the last N records')
       .option('--follow', 'keep printing records as they are appended, into the next instance after a reset, like tail -F (Ctrl-C to stop)')
       .option('--raw', 'print the JSONL lines as stored'),
   )
     .addHelpText('after', '\nExample:\n  $ switchboard sessions transcript agent:main:direct:alice --tail 20')
     .action(hooks.action((ctx: CliContext, key: string) => runTranscript(ctx, key)));
+
+  addSelectionFlags(
+    sessions
+      .command('history')
+      .argument('<key-or-id>')
+      .description('every instance of a key, current and archived: sessionId, started, ended, why it ended, size'),
+  )
+    .addHelpText(
+      'after',
+      '\nKEY may be a deleted key (its archives remain) or the session id of any of its instances.\nRead an archived instance with `switchboard sessions transcript <sessionId>`.\n\nExample:\n  $ switchboard sessions history agent:main:direct:alice',
+    )
+    .action(hooks.action((ctx: CliContext, key: string) => runHistory(ctx, key)));
 
   const reset = (command: Command) =>
     addDestructiveFlags(addSelectionFlags(command.argument('<key-or-id...>').option('--reason <text>', 'why (kept in the reset notice)').option('--model <model>', 'model for the new instance')))
@@ -118,6 +145,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   addSelectionFlags(sessions.command('unpin').argument('<key-or-id>').description('let maintenance treat this session normally again'))
     .addHelpText('after', '\nExample:\n  $ switchboard sessions unpin agent:main:main')
     .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, false)));
+  registerPinRouteCommands(sessions, hooks, { addSelectionFlags, selectionOf });
   addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
     .addHelpText('after', '\nAsks first on a terminal (--yes skips); never asks in a pipe or from cron.\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run')
     .action(hooks.action((ctx: CliContext, keys: string[]) => runDelete(ctx, keys)));
@@ -146,11 +174,26 @@ async function runList(ctx: CliContext): Promise<number> {
     s.key,
     formatAge(s.ageMs),
     s.model ?? '-',
+    formatTokens(s.totalTokens, s.contextTokens),
     [s.problem !== undefined ? 'unusable' : '', s.pinned ? 'pinned' : '', s.transcriptBytes === null ? 'no-transcript' : ''].filter(Boolean).join(',') || '-',
   ]);
-  ctx.streams.stdout.write(table(['Agent', 'Kind', 'Key', 'Age', 'Model', 'Flags'], rows));
+  ctx.streams.stdout.write(table(['Agent', 'Kind', 'Key', 'Age', 'Model', 'Tokens', 'Flags'], rows));
   for (const s of listing.sessions) if (s.problem !== undefined) ctx.note(`${s.key}: unusable entry (${s.problem}); see \`switchboard doctor\``);
   return 0;
+}
+
+/** A token count the way OpenClaw's listing shows it: 12k, 1.5k, 2.1m. */
+function compactCount(n: number): string {
+  if (n < 1000) return String(n);
+  const [value, unit] = n < 1_000_000 ? [n / 1000, 'k'] : [n / 1_000_000, 'm'];
+  return `${value < 10 ? value.toFixed(1).replace(/\.0$/, '') : Math.round(value)}${unit}`;
+}
+
+/** Context in use, of the window, and the share: `16k/200k (8%)`; `-` when never reported. */
+export function formatTokens(total: number | null, context: number | null): string {
+  if (total === null) return '-';
+  if (context === null || context <= 0) return compactCount(total);
+  return `${compactCount(total)}/${compactCount(context)} (${Math.round((total / context) * 100)}%)`;
 }
 
 async function runShow(ctx: CliContext, key: string): Promise<number> {
@@ -181,8 +224,15 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
     // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
     ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
     // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).
-    ['replies go to', entry.deliveryContext ? `${entry.deliveryContext.to} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}` : '-'],
+    // The session's address (cron/heartbeat output); each message is answered on its own route.
+    // OpenClaw leaves `to` out until it has a target (a Telegram group it only recorded).
+    ['address', entry.deliveryContext ? `${entry.deliveryContext.to ?? '(no target yet)'} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}${entry.deliveryOwner?.peer ? `, owner ${entry.deliveryOwner.channel}:${entry.deliveryOwner.peer.kind}:${entry.deliveryOwner.peer.id}${entry.deliveryOwner.pinned ? ' (pinned)' : ''}` : ''}` : '-'],
+    ['labels', labelsLine(entry)],
+    ['first sender', senderLine(entry.origin)],
+    // Sub-agent lineage (OpenClaw also names the parent as `spawnedBy`): only sub-agents have it.
+    ...(lineageLine(entry) !== null ? [['spawned by', lineageLine(entry)!] as [string, string]] : []),
     ['model', entry.modelOverride ?? entry.model ?? '-'],
+    ['tokens', tokensLine(tokenCountsOf(entry))],
     ['pinned', entry.pinned ? 'yes' : 'no'],
     ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
     ['lock', lock ? (lock.owner ? `held by pid ${lock.owner.pid} since ${formatTime(lock.owner.acquiredAt)}` : 'present (no owner record)') : 'free'],
@@ -192,10 +242,39 @@ async function runShow(ctx: CliContext, key: string): Promise<number> {
   return 0;
 }
 
-/** One readable line per record: time, who, text. */
-function renderRecord(record: TranscriptRecord): string {
+function labelsLine(entry: Record<string, unknown>): string {
+  const parts = (['displayName', 'subject', 'space'] as const).filter((k) => typeof entry[k] === 'string' && entry[k] !== '').map((k) => `${k} "${String(entry[k])}"`);
+  return parts.length > 0 ? parts.join(', ') : '-';
+}
+
+function senderLine(origin: unknown): string {
+  const o = (origin ?? {}) as { sender?: unknown; senderId?: unknown };
+  const label = typeof o.sender === 'string' ? o.sender : undefined;
+  const id = typeof o.senderId === 'string' ? o.senderId : undefined;
+  if (label === undefined) return id ?? '-';
+  return id !== undefined && id !== label ? `${label} (id ${id})` : label;
+}
+
+function lineageLine(entry: Record<string, unknown>): string | null {
+  const parent = typeof entry.parentSessionKey === 'string' ? entry.parentSessionKey : typeof entry.spawnedBy === 'string' ? entry.spawnedBy : undefined;
+  const depth = typeof entry.spawnDepth === 'number' ? entry.spawnDepth : undefined;
+  if (parent === undefined && depth === undefined) return null;
+  return `${parent ?? '(unknown parent)'}${depth !== undefined ? ` (depth ${depth})` : ''}`;
+}
+
+function tokensLine(counts: ReturnType<typeof tokenCountsOf>): string {
+  const { inputTokens, outputTokens, totalTokens, contextTokens } = counts;
+  if ([inputTokens, outputTokens, totalTokens, contextTokens].every((n) => n === null)) return '-';
+  const parts = [`context ${formatTokens(totalTokens, contextTokens)}`];
+  if (inputTokens !== null) parts.push(`in ${inputTokens}`);
+  if (outputTokens !== null) parts.push(`out ${outputTokens}`);
+  return parts.join(', ');
+}
+
+/** One readable line per record: time, who, text. `key`: the session asked for (OpenClaw's headers name none). */
+function renderRecord(record: TranscriptRecord, key: string): string {
   const time = typeof record.timestamp === 'string' ? record.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
-  if (record.type === 'session') return `── session ${String(record.id)} (${String(record.sessionKey ?? '')}) started ${time}`;
+  if (record.type === 'session') return `── session ${String(record.id)} (${typeof record.sessionKey === 'string' ? record.sessionKey : key}) started ${time}`;
   if (record.type === 'message') {
     const message = (record.message ?? {}) as { role?: string; content?: unknown; sender?: { name?: string; id?: string }; channel?: string; model?: string };
     const text = messageContentText(message.content);
@@ -221,15 +300,50 @@ function renderRecord(record: TranscriptRecord): string {
 /** How often `--follow` looks for the key's next instance once the one it followed has ended. */
 const FOLLOW_RECHECK_MS = 300;
 
+async function runHistory(ctx: CliContext, key: string): Promise<number> {
+  const history = await sessionHistory(await ctx.engine(), key, selectionOf(ctx));
+  if (ctx.json) {
+    writeJsonLine(ctx.streams.stdout, history);
+    return 0;
+  }
+  const rows = history.instances.map((i) => [
+    i.sessionId,
+    formatTime(i.startedAt),
+    i.current ? 'current' : i.endedAt === null ? '-' : formatTime(i.endedAt),
+    i.reason ?? (i.state === 'detached' ? 'not archived' : '-'),
+    formatBytes(i.bytes),
+  ]);
+  ctx.streams.stdout.write(`${history.sessionKey} (agent ${history.agentId}): ${history.instances.length} instance${history.instances.length === 1 ? '' : 's'}, oldest first\n`);
+  ctx.streams.stdout.write(table(['SessionId', 'Started', 'Ended', 'Reason', 'Size'], rows));
+  return 0;
+}
+
+/** The transcript to print: the current instance of a key or id, else an archived instance by its id. */
+async function transcriptTarget(ctx: CliContext, key: string): Promise<{ details: SessionDetails | null; file: string; key: string }> {
+  const engine = await ctx.engine();
+  try {
+    const details = await showSession(engine, key, selectionOf(ctx));
+    return { details, file: details.transcriptPath, key: details.key };
+  } catch (err) {
+    if (!(err instanceof SwitchboardError && err.code === 'NOT_FOUND')) throw err;
+    const instance = await findInstance(engine, key.trim(), selectionOf(ctx));
+    if (instance === null) throw err;
+    return { details: null, file: instance.file, key: instance.sessionKey ?? '' };
+  }
+}
+
 async function runTranscript(ctx: CliContext, key: string): Promise<number> {
   const flags = ctx.options as { tail?: string; follow?: boolean; raw?: boolean };
-  const details = await showSession(await ctx.engine(), key, selectionOf(ctx));
+  const target = await transcriptTarget(ctx, key);
+  if (target.details === null && flags.follow) {
+    throw new SwitchboardError('USAGE', `${key.trim()} is an archived instance: it does not grow`, { hint: 'follow its key instead: `switchboard sessions transcript KEY --follow`' });
+  }
   const tail = flags.tail !== undefined ? positiveInt(flags.tail, '--tail') : undefined;
   const print = (record: TranscriptRecord) => {
     if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
-    else ctx.streams.stdout.write(`${renderRecord(record)}\n`);
+    else ctx.streams.stdout.write(`${renderRecord(record, target.key)}\n`);
   };
-  const reader = readTranscript(details.transcriptPath);
+  const reader = readTranscript(target.file);
   const kept: TranscriptRecord[] = [];
   for await (const record of reader) {
     if (tail === undefined) print(record);
@@ -239,8 +353,9 @@ async function runTranscript(ctx: CliContext, key: string): Promise<number> {
     }
   }
   kept.forEach(print);
-  if (reader.stats.skipped > 0) ctx.note(`switchboard: skipped ${reader.stats.skipped} damaged line(s) in ${details.transcriptPath}${reader.stats.tornTail ? ' (torn tail: run `switchboard doctor --repair`)' : ''}`);
-  if (flags.follow) {
+  if (reader.stats.skipped > 0) ctx.note(`switchboard: skipped ${reader.stats.skipped} damaged line(s) in ${target.file}${reader.stats.tornTail ? ' (torn tail: run `switchboard doctor --repair`)' : ''}`);
+  const details = target.details;
+  if (flags.follow && details !== null) {
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once('SIGINT', onSignal);

@@ -17,6 +17,7 @@ export const DEFAULTS = {
   'session.maintenance.pruneAfter': '30d',
   'session.maintenance.maxEntries': 500,
   'session.maintenance.rotateBytes': '10mb',
+  'session.maintenance.maintainEvery': '1h',
   'messages.queue.mode': 'steer',
   'messages.queue.debounceMs': 500,
   'messages.queue.debounceMaxWaitMs': 30_000,

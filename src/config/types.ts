@@ -81,6 +81,8 @@ export interface SessionConfig {
     resetArchiveRetention?: string | number | false;
     maxDiskBytes?: string | number;
     highWaterBytes?: string | number;
+    /** How often `serve` runs `maintain` (default 1h); false or ≤ 0 turns it off. */
+    maintainEvery?: string | number | false;
   };
   [key: string]: unknown;
 }

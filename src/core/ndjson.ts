@@ -53,7 +53,8 @@ export function batchLength(lines: readonly NdjsonLine[], maxLines: number, maxB
 export type LineError = 'too-long' | 'invalid-utf8' | 'too-deep';
 
 export type NdjsonLine =
-  | { line: number; text: string }
+  /** receivedAt: wall-clock ms when the line was complete (its last byte read), where known. */
+  | { line: number; text: string; receivedAt?: number }
   | { line: number; error: LineError; bytes: number };
 
 const NEWLINE = 0x0a;
@@ -72,6 +73,9 @@ export class LineSplitter {
 
   push(chunk: Buffer): NdjsonLine[] {
     const out: NdjsonLine[] = [];
+    // Every line this chunk completes arrived now: a queue's quiet window counts from here, not
+    // from when a busy writer got round to planning it.
+    const receivedAt = Date.now();
     let start = 0;
     if (this.pendingBytes > 0 || this.oversized) {
       const nl = chunk.indexOf(NEWLINE);
@@ -80,16 +84,16 @@ export class LineSplitter {
         return out;
       }
       this.take(chunk.subarray(0, nl));
-      out.push(this.finishLine());
+      out.push(this.finishLine(receivedAt));
       start = nl + 1;
     }
     const last = chunk.lastIndexOf(NEWLINE);
-    if (last >= start) start = this.pushWholeLines(chunk, start, last, out);
+    if (last >= start) start = this.pushWholeLines(chunk, start, last, receivedAt, out);
     for (;;) {
       const nl = chunk.indexOf(NEWLINE, start);
       if (nl < 0) break;
       this.take(chunk.subarray(start, nl));
-      out.push(this.finishLine());
+      out.push(this.finishLine(receivedAt));
       start = nl + 1;
     }
     if (start < chunk.length) this.take(chunk.subarray(start));
@@ -102,7 +106,7 @@ export class LineSplitter {
    * run holding invalid UTF-8 is left to the line-by-line path (returns `start` unchanged), so every
    * line gets the same answer either way (a newline byte never sits inside a UTF-8 sequence).
    */
-  private pushWholeLines(chunk: Buffer, start: number, last: number, out: NdjsonLine[]): number {
+  private pushWholeLines(chunk: Buffer, start: number, last: number, receivedAt: number, out: NdjsonLine[]): number {
     if (last - start > this.maxLineBytes) return start;
     let text: string;
     try {
@@ -115,7 +119,7 @@ export class LineSplitter {
       let line = nl < 0 ? text.slice(from) : text.slice(from, nl);
       if (line.charCodeAt(0) === 0xfeff) line = line.slice(1);
       if (line.endsWith('\r')) line = line.slice(0, -1);
-      out.push({ line: ++this.lineNumber, text: line });
+      out.push({ line: ++this.lineNumber, text: line, receivedAt });
       if (nl < 0) break;
       from = nl + 1;
     }
@@ -124,7 +128,7 @@ export class LineSplitter {
 
   /** The last line when input does not end with a newline. */
   end(): NdjsonLine[] {
-    return this.pendingBytes > 0 || this.oversized ? [this.finishLine()] : [];
+    return this.pendingBytes > 0 || this.oversized ? [this.finishLine(Date.now())] : [];
   }
 
   private take(part: Buffer): void {
@@ -139,7 +143,7 @@ export class LineSplitter {
     }
   }
 
-  private finishLine(): NdjsonLine {
+  private finishLine(receivedAt: number): NdjsonLine {
     const line = ++this.lineNumber;
     const bytes = this.pendingBytes;
     const parts = this.pending;
@@ -152,7 +156,7 @@ export class LineSplitter {
     try {
       let text = this.decoder.decode(buffer);
       if (text.endsWith('\r')) text = text.slice(0, -1);
-      return { line, text };
+      return { line, text, receivedAt };
     } catch {
       return { line, error: 'invalid-utf8', bytes };
     }

@@ -13,6 +13,7 @@ import {
   parseControlCommand,
   parseQueueDirective,
   planAdmission,
+  sameDeliveryRoute,
   planSessionMessage,
   resolveQueueSettings,
   splitByInstance,
@@ -20,10 +21,12 @@ import {
   type PendingReset,
   type PlanMessage,
   type PlannedEntry,
+  type PlanContext,
   type QueueDirective,
   type QueueItem,
   type SessionPlan,
 } from '../policy/index.js';
+import { lookupIdentityLink } from '../routing/index.js';
 import { DELIVERY_MIRROR_MODEL, INJECTED_MODEL, transcriptOnlyMarks, type NewTranscriptEntry, type SessionEntry, type SessionStore, type StoreLocation } from '../store/index.js';
 import { transcriptNameFor, type EngineContext } from './context.js';
 import type { InboundMessage } from './message.js';
@@ -70,6 +73,8 @@ export interface Addressed {
   matchedBy: string;
   runId: string;
   incognito: boolean;
+  /** Wall-clock ms when the line arrived (see NdjsonLine), if known. */
+  receivedAt?: number;
   plan?: SessionPlan;
   /** Set for agents with a runner: what admission decided (re-set on every mutator run). */
   outcome?: Outcome;
@@ -135,6 +140,8 @@ export function planMessageOf(item: Addressed): PlanMessage {
     peer: message.route.peer,
     parentPeer: message.route.parentPeer,
     threadId: message.route.threadId,
+    ...(message.group ? { group: message.group } : {}),
+    ...(message.lineage ? { lineage: message.lineage } : {}),
   };
 }
 
@@ -159,13 +166,25 @@ export function messageRecord(item: Addressed, text: string | undefined, now: nu
 }
 
 
-export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number) {
+export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number): PlanContext {
   return {
     sessionKey,
     session: ctx.config.session,
     now,
     newSessionId: randomUUID,
     transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
+    ...deliveryContextFor(ctx, sessionKey),
+  };
+}
+
+/** What the delivery rule needs to know of a session: is its address shared, who is linked to whom. */
+export function deliveryContextFor(ctx: EngineContext, sessionKey: string): Pick<PlanContext, 'sharedAddress' | 'identityOf'> {
+  // The agent's main session is where DMs of several senders meet (dmScope "main"; also a
+  // peerless or groupScope "main" message): its address belongs to one owner.
+  const rest = /^agent:[^:]+:(.+)$/.exec(sessionKey)?.[1];
+  return {
+    sharedAddress: rest === ctx.table.mainKey,
+    identityOf: (channel: string, peerId: string) => lookupIdentityLink(ctx.table.identityLinks, channel, peerId)?.canonical,
   };
 }
 
@@ -377,14 +396,15 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   const control = isUser ? parseControlCommand(plan.text) : null;
   const directive = isUser && control === null && plan.text !== undefined ? parseQueueDirective(plan.text) : NO_DIRECTIVE;
   if (control !== null || (directive.found && (directive.directiveOnly || directive.errors.length > 0))) {
-    const deliveryContext = entry.deliveryContext ?? null;
+    // Answered where the command came from.
+    const deliveryContext = plan.replyTo ?? null;
     // /send is answered under the setting it replaces (turning sending off still confirms it).
     const before = control?.kind === 'send' ? entry.sendPolicy : undefined;
     const text = runCommand(entry, item, env, { control, directive }, events);
     const policy = evaluateSendPolicy(
       {
         sessionKey: key,
-        channel: entry.channel ?? item.message.route.channel,
+        channel: deliveryContext?.channel ?? entry.channel ?? item.message.route.channel,
         chatType: entry.chatType ?? null,
         entryOverride: control?.kind === 'send' ? (before ?? null) : (entry.sendPolicy ?? null),
       },
@@ -434,6 +454,9 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     pendingReset: entry.pendingReset !== undefined,
     resetTrigger: deferredCommand,
     canStart: !env.noWait,
+    activeRunElsewhere:
+      entry.activeRun?.deliveryContext !== undefined &&
+      !sameDeliveryRoute({ channel: entry.activeRun.deliveryContext.channel, deliveryContext: entry.activeRun.deliveryContext }, { channel: item.message.route.channel, deliveryContext: plan.replyTo ? { ...plan.replyTo } : undefined }),
   });
   const droppedEvent = (reason: DroppedEvent['reason'], drop?: string): DroppedEvent => {
     const event: DroppedEvent = { type: 'dropped', runId: item.runId, sessionKey: key, sessionId: pinned, reason, requester: requesterOf(item.message), messageId: item.message.messageId ?? null };
@@ -452,6 +475,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       // The run names what it carries, so a run_failed for a dead holder can name the message.
       const carried = carriedOf({ runId: item.runId, messageId: item.message.messageId });
       entry.activeRun = { ...THIS_PROCESS, runId: item.runId, sessionId: entry.sessionId, startedAt: now, lane, messages: [carried] };
+      if (plan.replyTo) entry.activeRun.deliveryContext = { ...plan.replyTo };
       if (!entry.queueOwner || !isThisProcess(entry.queueOwner)) entry.queueOwner = ownerRecord(now);
       delete entry.abortRequested;
       outcome.before = takeOutbox(entry);
@@ -466,7 +490,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
         sessionFile: fileOf(entry),
         lane,
         text: runMessageText(item, text),
-        deliveryContext: entry.deliveryContext,
+        deliveryContext: plan.replyTo ? { ...plan.replyTo } : undefined,
       });
       break;
     }
@@ -492,7 +516,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
         sessionKey: key,
         sessionId: pinned,
         enqueuedAt: now,
-        wallAt: env.nowWall,
+        // The quiet window counts from arrival: waiting for the store lock must not stretch it.
+        wallAt: Math.min(env.nowWall, item.receivedAt ?? env.nowWall),
         mode: deferredCommand ? 'interrupt' : settings.mode,
         state: admission.state,
         kind: message.kind === 'cron' ? 'cron' : message.kind === 'heartbeat' || message.kind === 'system' ? 'heartbeat' : 'user',
@@ -506,7 +531,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       if (message.route.threadId) queued.threadId = message.route.threadId;
       if (message.timestamp !== undefined) queued.timestamp = message.timestamp;
       if (message.cronJobId) queued.cronJobId = message.cronJobId;
-      if (entry.deliveryContext) queued.deliveryContext = { ...entry.deliveryContext };
+      // Answered on the route it came from (proactive output: the session's address).
+      if (plan.replyTo) queued.deliveryContext = { ...plan.replyTo };
       let waiting = queue;
       if (queued.mode === 'interrupt' && !deferredCommand) {
         // "Stop and do this instead": what was waiting is superseded, each item reported (never

@@ -1,10 +1,12 @@
 // `route explain` beyond routing: which session instance the route lands in (and
 // whether the next message would rotate it), the queue settings with their sources, and sendPolicy.
 
-import { evaluateFreshness, evaluateSendPolicy, resetPolicyFor, resolveQueueSettings, type QueueSettings, type ResetPolicy } from '../policy/index.js';
+import { evaluateFreshness, evaluateSendPolicy, planDelivery, resetPolicyFor, resolveQueueSettings, type DeliveryAddress, type DeliveryOwner, type QueueSettings, type ResetPolicy } from '../policy/index.js';
 import { explainRoute, type RouteExplanation, type ResolvedRoute, type RouteInput } from '../routing/index.js';
 import { readSessionStore } from '../store/index.js';
+import { deliveryContextFor } from './admission.js';
 import { storeFor, type EngineContext } from './context.js';
+import { routeSharedDmWarning } from './shared-dm.js';
 
 export interface SessionSection {
   sessionId?: string;
@@ -20,6 +22,21 @@ export interface InstanceAndTime {
   session: SessionSection;
   queue: Pick<QueueSettings, 'mode' | 'debounceMs' | 'cap' | 'dropPolicy' | 'sources'>;
   send: { decision: string; rule: number | null; source: string };
+  delivery: DeliverySection;
+}
+
+/** Where a reply to this message would go, and what it would do to the session's address. */
+export interface DeliverySection {
+  /** The reply's address: the message's own route (or the session's address when it has no peer). */
+  reply: DeliveryAddress | null;
+  replySource: 'message' | 'session' | 'none';
+  /** The session's address after this message: where proactive output (cron, heartbeats) goes. */
+  /** The session's address; OpenClaw's rows may not name a target (`to`) yet. */
+  sessionAddress: (Omit<DeliveryAddress, 'to'> & { to?: string }) | null;
+  movesSessionAddress: boolean;
+  /** Whose messages move the session's address after this message (null: every sender's). */
+  owner: DeliveryOwner | null;
+  why: string;
 }
 
 export async function explainInstanceAndTime(ctx: EngineContext, route: ResolvedRoute, input: RouteInput): Promise<InstanceAndTime> {
@@ -39,7 +56,19 @@ export async function explainInstanceAndTime(ctx: EngineContext, route: Resolved
   const queue = resolveQueueSettings({ channel: input.channel, entry: entry ?? null, config: ctx.config.messages?.queue ?? null });
   const chatType = input.peer?.kind ?? entry?.chatType ?? null;
   const send = evaluateSendPolicy({ sessionKey: route.sessionKey, channel: input.channel, chatType, entryOverride: entry?.sendPolicy ?? null }, ctx.config.session?.sendPolicy ?? null);
+  const plan = planDelivery(entry, { kind: 'user', channel: input.channel, accountId: route.accountId, peer: input.peer, threadId: input.threadId }, deliveryContextFor(ctx, route.sessionKey));
+  let owner = (entry?.deliveryOwner as DeliveryOwner | undefined) ?? null;
+  if (plan.claimsOwner && input.peer) owner = { channel: input.channel, peer: { kind: input.peer.kind, id: input.peer.id }, accountId: route.accountId };
+  const delivery: DeliverySection = {
+    reply: plan.replyTo ?? null,
+    replySource: plan.replySource,
+    sessionAddress: (plan.movesSessionAddress ? plan.own : entry?.deliveryContext) ?? null,
+    movesSessionAddress: plan.movesSessionAddress,
+    owner,
+    why: plan.why,
+  };
   return {
+    delivery,
     session,
     queue: { mode: queue.mode, debounceMs: queue.debounceMs, cap: queue.cap, dropPolicy: queue.dropPolicy, sources: queue.sources },
     send,
@@ -55,7 +84,8 @@ export interface FullExplanation extends InstanceAndTime {
 export async function explainFully(ctx: EngineContext, input: RouteInput): Promise<FullExplanation> {
   const explanation = explainRoute(ctx.table, input);
   const more = await explainInstanceAndTime(ctx, explanation.route, input);
-  return { explanation, ...more, warnings: [...ctx.table.warnings] };
+  const sharedDm = await routeSharedDmWarning(ctx, explanation.route, input);
+  return { explanation, ...more, warnings: [...ctx.table.warnings, ...(sharedDm !== null ? [sharedDm] : [])] };
 }
 
 /** The `route explain --json` shape (cli.md), shared by the command and the socket op. */
@@ -68,6 +98,7 @@ export function explanationJson(input: RouteInput, full: FullExplanation): Recor
     session: full.session,
     queue: full.queue,
     send: full.send,
+    delivery: full.delivery,
     warnings: full.warnings,
   };
 }

@@ -13,6 +13,7 @@ export {
   setPinned,
   deleteSession,
   transcriptFileOf,
+  tokenCountsOf,
   type StoreSelection,
   type SessionRow,
   type SessionListing,
@@ -20,6 +21,9 @@ export {
   type SessionDetails,
   type ResetOutcome,
 } from './sessions.js';
+export { pinDeliveryRoute, type PinRouteOutcome } from './delivery-owner.js';
+export { sessionHistory, instanceHistory, findInstance, type SessionHistory, type InstanceRecord, type FoundInstance } from './history.js';
+export { sharedDmWarnings, routeSharedDmWarning } from './shared-dm.js';
 export { explainInstanceAndTime, explainFully, explanationJson, type InstanceAndTime, type SessionSection, type FullExplanation } from './explain.js';
 export {
   cleanupSessions,
@@ -46,9 +50,11 @@ export {
   type RemovalCandidate,
   type RemovalOutcome,
   type ApplyOutcome,
-} from './maintenance.js';
+} from './session-cleanup.js';
 export {
   runMaintain,
+  maintainEveryMs,
+  purgeIncognitoArchives,
   type MaintainOptions,
   type MaintainReport,
   type MaintainResult,
@@ -58,7 +64,8 @@ export {
   type ResetDone,
   type ResetDeferred,
   type CronRemoval,
-} from './maintain.js';
+} from './housekeeping.js';
+export { keepCapsOnWrite } from './cleanup-on-write.js';
 export {
   runDoctor,
   type DoctorOptions,
@@ -68,7 +75,7 @@ export {
   type DoctorProblemKind,
   type DoctorChange,
   type DoctorChangeAction,
-} from './doctor.js';
+} from './doctor/index.js';
 export {
   configureQueue,
   waitForQueueWork,

@@ -314,15 +314,15 @@ function journalOf(store: SessionStore, works: SessionWork[], snapshots: Map<str
     if (work.rebind) continue;
     let session = byKey.get(work.sessionKey);
     if (session === undefined) {
-      session = { sessionKey: work.sessionKey, base: snapshots.get(work.sessionKey)?.hash ?? null, entry: store[work.sessionKey]!, records: [] };
+      session = { sessionKey: work.sessionKey, base: snapshots.get(work.sessionKey)?.hash ?? null, entry: store[work.sessionKey]!, files: [], records: [] };
       byKey.set(work.sessionKey, session);
     }
-    const sessionFile = work.file.slice(work.file.lastIndexOf('/') + 1);
+    const file = session.files.push(work.file.slice(work.file.lastIndexOf('/') + 1)) - 1;
     for (const entry of work.entries) {
       const message = entry.message as { messageId?: unknown } | undefined;
       const data = entry.data as { messageId?: unknown } | undefined;
       const messageId = message?.messageId ?? data?.messageId;
-      session.records.push(typeof messageId === 'string' ? { id: entry.id!, sessionFile, messageId } : { id: entry.id!, sessionFile });
+      session.records.push(typeof messageId === 'string' ? [entry.id!, file, messageId] : [entry.id!, file]);
     }
   }
   return [...byKey.values()];
@@ -486,6 +486,7 @@ export async function ingestBatch(ctx: EngineContext, lines: NdjsonLine[]): Prom
     order.push(item.line);
     try {
       const addressed = address(ctx, item.line, parseMessageLine(item.text));
+      if (item.receivedAt !== undefined) addressed.receivedAt = item.receivedAt;
       if (addressed.incognito && ctx.incognitoRoot === undefined) {
         // Incognito without a server's memory to keep it in: routed, nothing is kept.
         events.set(item.line, resultOf(addressed));

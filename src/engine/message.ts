@@ -23,6 +23,46 @@ export interface InboundMessage {
   sessionKey?: string;
   queue?: { mode?: string; debounceMs?: number };
   incognito: boolean;
+  /** Listing labels of the conversation (a group's name, subject, space): the entry keeps the latest. */
+  group?: ConversationLabels;
+  /** Sub-agent lineage: the session that spawned this one and how deep it is nested. */
+  lineage?: { parentSessionKey?: string; spawnDepth?: number };
+}
+
+export interface ConversationLabels {
+  displayName?: string;
+  subject?: string;
+  space?: string;
+}
+
+/** A full session key, as sessions.json keys are written (`agent:<agentId>:<rest>`). */
+const FULL_SESSION_KEY = /^agent:[a-z0-9][a-z0-9_-]{0,63}:\S/;
+
+function parseGroup(value: unknown): ConversationLabels | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value)) fail('group', `must be an object {displayName, subject, space}, got ${describeType(value)}`);
+  const obj = value as Record<string, unknown>;
+  const labels: ConversationLabels = {};
+  for (const key of ['displayName', 'subject', 'space'] as const) {
+    const text = optionalString(obj, key, `group.${key}`)?.trim();
+    if (text) labels[key] = text;
+  }
+  return Object.keys(labels).length > 0 ? labels : undefined;
+}
+
+function parseLineage(obj: Record<string, unknown>): InboundMessage['lineage'] {
+  const lineage: NonNullable<InboundMessage['lineage']> = {};
+  const parent = optionalString(obj, 'parentSessionKey')?.trim().toLowerCase();
+  if (parent !== undefined) {
+    if (!FULL_SESSION_KEY.test(parent)) fail('parentSessionKey', 'must be a full session key agent:<agentId>:<rest>');
+    lineage.parentSessionKey = parent;
+  }
+  const depth = obj.spawnDepth;
+  if (depth !== undefined && depth !== null) {
+    if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) fail('spawnDepth', `must be a whole number ≥ 0, got ${JSON.stringify(depth)}`);
+    lineage.spawnDepth = depth;
+  }
+  return Object.keys(lineage).length > 0 ? lineage : undefined;
 }
 
 function fail(path: string, problem: string): never {
@@ -119,7 +159,13 @@ export function parseInboundMessage(raw: unknown): InboundMessage {
     sessionKey,
     queue,
     incognito: obj.incognito === true,
+    ...optional('group', parseGroup(obj.group)),
+    ...optional('lineage', parseLineage(obj)),
   };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
 }
 
 /** Parses one NDJSON line into a message; JSON syntax errors are BAD_MESSAGE too. */

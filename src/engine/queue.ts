@@ -267,7 +267,11 @@ export async function dropIncognitoQueues(ctx: EngineContext): Promise<DroppedEv
 
 /** For maintenance: sessions with a run (`running`) or waiting work (`queued`) are never removed. */
 export async function queueBusyKeys(location: StoreLocation): Promise<ProtectedKey[]> {
-  const store = await readSessionStore(location.storePath);
+  return busyKeysIn(await readSessionStore(location.storePath));
+}
+
+/** The same rule on a store already in memory (the write path's upkeep). */
+export function busyKeysIn(store: SessionStore): ProtectedKey[] {
   const keys: ProtectedKey[] = [];
   for (const [key, value] of Object.entries(store)) {
     const entry = value as QueuedEntry;

@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
-import { carriedOf, evaluateSendPolicy, parkedPrefix, type CarriedMessage, type LaneName, type QueueDeliveryContext, type QueueItem } from '../policy/index.js';
+import { applyUsageReport, carriedOf, evaluateSendPolicy, parkedPrefix, type UsageReport, type CarriedMessage, type LaneName, type QueueDeliveryContext, type QueueItem } from '../policy/index.js';
 import { startRun, type RunEndEvent, type RunEvent, type RunHandle, type RunMessage, type RunnerSpec } from '../runner/index.js';
 import {
   DELIVERY_MIRROR_MODEL,
@@ -300,6 +300,7 @@ export class LocalRun {
         agentId: turn.ref.agentId,
         transcriptPath: incognito ? '' : turn.transcript, // an incognito transcript is not a file
         messages: turn.messages,
+        deliveryContext: turn.deliveryContext ?? null,
       });
       this.handle = handle;
       if (this.abortReason !== undefined) handle.abort(this.abortReason);
@@ -361,8 +362,28 @@ export class LocalRun {
       case 'reply':
         await this.deliver(event.text, at);
         return;
+      case 'usage':
+        await this.recordUsage(event.usage, timestamp);
+        return;
       default:
         return; // hello, stderr: nothing to record
+    }
+  }
+
+  /**
+   * A usage report: recorded first (a `custom` record, customType `usage`), then copied onto the
+   * entry (model, token counts) if the entry still names this run's instance.
+   */
+  private async recordUsage(usage: UsageReport, timestamp: string): Promise<void> {
+    const turn = this.turn;
+    if (!(await this.writer!.append([{ type: 'custom', timestamp, customType: 'usage', data: { runId: turn.runId, ...usage } }]))) return;
+    try {
+      await updateStore(this.ctx, this.location, (store) => {
+        const entry = store[turn.ref.sessionKey];
+        if (entry !== undefined && entry.sessionId === turn.sessionId && applyUsageReport(entry, usage)) entry.updatedAt = this.ctx.clock.now();
+      });
+    } catch {
+      // The record is on disk; the entry's copy is only a summary, refreshed by the next report.
     }
   }
 
@@ -396,7 +417,8 @@ export class LocalRun {
     const policy = evaluateSendPolicy(
       {
         sessionKey: turn.ref.sessionKey,
-        channel: entry?.channel ?? (deliveryContext?.channel as string | undefined) ?? null,
+        // The channel the reply goes out on: a rule denying Slack stops a Slack reply of a linked session.
+        channel: (deliveryContext?.channel as string | undefined) ?? entry?.channel ?? null,
         chatType: entry?.chatType ?? null,
         entryOverride: entry?.sendPolicy ?? null,
       },

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, toSwitchboardError } from '../core/index.js';
 import {
   carriedOf,
+  clearInstanceUsage,
   collectPrompt,
   planNextTurn,
   singleSender,
@@ -351,6 +352,7 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
       entry.sessionId = pending.newSessionId;
       entry.sessionFile = pending.newSessionFile;
       entry.sessionStartedAt = now;
+      clearInstanceUsage(entry);
       if (pending.model) entry.model = entry.modelOverride = pending.model;
       delete entry.pendingReset;
       changed = true;
@@ -405,6 +407,7 @@ function planDrain(store: SessionStore, ref: SessionRef, liveness: Liveness, has
   setQueue(entry, keep.map((item) => (chosen.has(item) ? { ...item, claimedBy: runId } : item)));
   const lane: LaneName = next.items.some((item) => item.kind === 'cron') ? 'cron' : 'main';
   entry.activeRun = { ...THIS_PROCESS, runId, sessionId: entry.sessionId, startedAt: now, lane, messages: items.map(carriedOf) };
+  if (items[0].deliveryContext) entry.activeRun.deliveryContext = { ...items[0].deliveryContext };
   if (entry.abortRequested !== undefined) delete entry.abortRequested;
   delete entry.stopRequested;
   delete entry.stopReason;

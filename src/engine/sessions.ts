@@ -65,6 +65,13 @@ export interface SessionRow {
   sessionStartedAt: number | null;
   lastInteractionAt: number | null;
   model: string | null;
+  /** Token counts as the runner last reported them (OpenClaw's fields); null when never reported. */
+  inputTokens: number | null;
+  outputTokens: number | null;
+  /** The context in use after the latest call. */
+  totalTokens: number | null;
+  /** The model's context window. */
+  contextTokens: number | null;
   pinned: boolean;
   transcriptBytes: number | null;
   /** Kept only in the memory of the running `serve` (gone when it stops); never on disk. */
@@ -88,6 +95,17 @@ function kindOf(key: string): string {
   } catch {
     return 'other';
   }
+}
+
+function countOf(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
+}
+
+/** The token fields of an entry, as written by switchboard or OpenClaw (anything else is null). */
+export function tokenCountsOf(entry: SessionEntry): Pick<SessionRow, 'inputTokens' | 'outputTokens' | 'totalTokens' | 'contextTokens'> {
+  // OpenClaw marks a total that no longer describes the context (after a compaction) as not fresh.
+  const total = entry.totalTokensFresh === false ? null : countOf(entry.totalTokens);
+  return { inputTokens: countOf(entry.inputTokens), outputTokens: countOf(entry.outputTokens), totalTokens: total, contextTokens: countOf(entry.contextTokens) };
 }
 
 /** Rows of the selected stores, newest first; `activeMinutes` keeps rows updated that recently. */
@@ -117,6 +135,7 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
         sessionStartedAt: problem === null ? (entry.sessionStartedAt ?? null) : null,
         lastInteractionAt: problem === null ? (entry.lastInteractionAt ?? null) : null,
         model: typeof (entry.modelOverride ?? entry.model) === 'string' ? (entry.modelOverride ?? entry.model)! : null,
+        ...tokenCountsOf(entry),
         pinned: entry.pinned === true,
         transcriptBytes: null,
         incognito,

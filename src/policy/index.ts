@@ -78,6 +78,12 @@ export {
   forgetMessageId,
   deliveryTarget,
   setDeliveryAddress,
+  messageAddress,
+  planDelivery,
+  isOwnerMessage,
+  type DeliveryAddress,
+  type DeliveryOwner,
+  type DeliveryPlan,
   type RecentMessageIds,
   DUPLICATE_WINDOW_MS,
   type PlannedEntry,
@@ -91,6 +97,7 @@ export {
 export {
   resolveMaintenanceSettings,
   resolveCronRetentionMs,
+  resolveMaintainEveryMs,
   planCleanup,
   planDueResets,
   planCronRetention,
@@ -127,6 +134,7 @@ export {
 
 export {
   planAdmission,
+  sameDeliveryRoute,
   enqueueItem,
   planNextTurn,
   splitByInstance,
@@ -165,3 +173,6 @@ export {
   type SendSetting,
   type ControlCommand,
 } from './queue-plan.js';
+export { applyUsageReport, clearInstanceUsage, type UsageReport } from './usage.js';
+export { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
+export { DM_SENDERS_KEPT, describeDmSender, noteDmSender, sharedDmWarning, type DmSender, type DmMessage, type SharedDmWarning } from './shared-dm.js';

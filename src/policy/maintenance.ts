@@ -121,6 +121,14 @@ export function resolveMaintenanceSettings(config: MaintenanceConfig | undefined
   return { mode, pruneAfterMs, maxEntries, rotateBytes, rotateKeep: ROTATE_KEEP, resetArchiveRetentionMs, maxDiskBytes, highWaterBytes };
 }
 
+export const DEFAULT_MAINTAIN_EVERY = '1h';
+
+/** `session.maintenance.maintainEvery` (default 1h): how often `serve` runs `maintain`; null = off. */
+export function resolveMaintainEveryMs(config: MaintenanceConfig | undefined | null): number | null {
+  const raw = (config ?? {}) as Record<string, unknown>;
+  return readDuration(raw.maintainEvery, DEFAULT_MAINTAIN_EVERY, `${BASE_PATH}.maintainEvery`);
+}
+
 /** `cron.sessionRetention` (default 24h); `false` or 0 or less disables it (null). */
 export function resolveCronRetentionMs(cron: SwitchboardConfig['cron'] | undefined | null): number | null {
   return readDuration(cron?.sessionRetention, DEFAULT_CRON_SESSION_RETENTION, 'cron.sessionRetention');
@@ -152,7 +160,8 @@ export interface EntrySnapshot {
 
 export interface ArchiveSnapshot {
   name: string;
-  reason: 'reset' | 'deleted';
+  /** `reset`/`deleted`: archived transcripts; `bak`/`corrupt`: copies doctor kept before a repair. */
+  reason: 'reset' | 'deleted' | 'bak' | 'corrupt';
   /** Epoch ms from the archive name. */
   archivedAt: number;
   bytes: number;

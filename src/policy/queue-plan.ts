@@ -10,7 +10,8 @@ export type QueueItemKind = 'user' | 'cron' | 'heartbeat' | 'overflow';
 
 export interface QueueDeliveryContext {
   channel: string;
-  to: string;
+  /** Absent when the session's own has none (an OpenClaw row without a last route). */
+  to?: string;
   accountId?: string;
   threadId?: string;
   [extra: string]: unknown;
@@ -90,6 +91,8 @@ export interface ActiveRunRecord extends ProcessRef {
   lane: LaneName;
   /** The messages the run carries (its turn's and those steered into it); absent = only its own runId. */
   messages?: CarriedMessage[];
+  /** Where the run's replies go (the route of the message that started it). */
+  deliveryContext?: QueueDeliveryContext;
 }
 
 /** `entry.queueOwner`: the process that drains this session's queue (the session lane holder). */
@@ -135,6 +138,8 @@ export interface AdmissionInput {
   resetTrigger: boolean;
   /** False when runs may not start now (`ingest --no-wait`): idle work waits in the queue. */
   canStart: boolean;
+  /** The active run answers another route than this message's: steering it in would answer it there. */
+  activeRunElsewhere?: boolean;
 }
 
 export type Admission =
@@ -193,7 +198,9 @@ export function planAdmission(input: AdmissionInput): Admission {
       return { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };
     case 'steer': {
       // Items the active run has claimed are its own (recorded a moment later), not waiting work.
-      const canPark = input.activeRun && !input.pendingReset && input.queue.every((item) => item.state === 'parked' || item.claimedBy !== undefined);
+      // A message from another route is never steered into a run that answers elsewhere: it
+      // waits as a followup, answered on its own route.
+      const canPark = input.activeRun && !input.activeRunElsewhere && !input.pendingReset && input.queue.every((item) => item.state === 'parked' || item.claimedBy !== undefined);
       return canPark
         ? { action: 'enqueue', state: 'parked', disposition: 'steered', abortActive: false }
         : { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };
@@ -313,10 +320,15 @@ export function singleSender(items: readonly Pick<QueueItem, 'sender' | 'request
   return items[0].sender;
 }
 
-function routeKey(item: QueueItem): string {
+function routeKey(item: Pick<QueueItem, 'deliveryContext' | 'channel'>): string {
   const context = item.deliveryContext;
   if (!context) return `channel:${item.channel}`;
   return JSON.stringify([context.channel, context.to, context.accountId ?? null, context.threadId ?? null]);
+}
+
+/** Two messages are answered on the same route (collect batches and steering never mix routes). */
+export function sameDeliveryRoute(a: Pick<QueueItem, 'deliveryContext' | 'channel'>, b: Pick<QueueItem, 'deliveryContext' | 'channel'>): boolean {
+  return routeKey(a) === routeKey(b);
 }
 
 export type TurnPlan =

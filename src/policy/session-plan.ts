@@ -2,6 +2,9 @@
 // (command, daily, idle, cron run) and which event moves which timestamp. Pure: no I/O, no clock.
 
 import type { SessionConfig } from '../config/types.js';
+import { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
+import { noteDmSender } from './shared-dm.js';
+import { clearInstanceUsage } from './usage.js';
 import { evaluateFreshness, parseResetTrigger, resolveResetPolicy, resolveResetTriggers, sessionTypeFor, type ResetPolicy } from './reset.js';
 
 /** The entry fields this planner reads and writes; other fields pass through untouched. */
@@ -16,11 +19,32 @@ export interface PlannedEntry {
   accountId?: string;
   displayName?: string;
   origin?: Record<string, unknown>;
-  deliveryContext?: { channel: string; to: string; accountId?: string; threadId?: string };
+  /** OpenClaw writes `{channel}` alone for a row it has no target for yet: an address without `to`. */
+  deliveryContext?: Omit<DeliveryAddress, 'to'> & { to?: string };
+  deliveryOwner?: DeliveryOwner;
   model?: string;
   modelOverride?: string;
   recentMessageIds?: RecentMessageIds;
   [extra: string]: unknown;
+}
+
+/** Where output goes, in OpenClaw's target form (`deliveryContext`). */
+export interface DeliveryAddress {
+  channel: string;
+  to: string;
+  accountId?: string;
+  threadId?: string;
+}
+
+/**
+ * The sender whose messages move a shared session's address: the first DM peer of the main
+ * session, or whoever `sessions pin-route` named (`pinned`).
+ */
+export interface DeliveryOwner {
+  channel: string;
+  peer: { kind: string; id: string };
+  accountId?: string;
+  pinned?: boolean;
 }
 
 /** `[messageId, epoch ms]` pairs of the messages recorded lately, newest last. */
@@ -38,6 +62,8 @@ export interface PlanMessage {
   peer?: { kind: string; id: string };
   parentPeer?: { kind: string; id: string };
   threadId?: string;
+  group?: LabelledMessage['group'];
+  lineage?: LabelledMessage['lineage'];
 }
 
 export type RotationReason = 'daily' | 'idle' | 'command' | 'cron';
@@ -53,6 +79,8 @@ export interface SessionPlan {
   text?: string;
   /** A bare reset trigger (`/new`): nothing to record but the reset notice. */
   commandOnly: boolean;
+  /** Where a reply to this message goes (see planDelivery); undefined when there is nowhere. */
+  replyTo?: DeliveryAddress;
 }
 
 /** A messageId seen on the same session within this window makes a later copy a duplicate. */
@@ -65,6 +93,13 @@ export interface PlanContext {
   newSessionId: () => string;
   /** File name of a transcript for a sessionId (thread sessions get a topic suffix). */
   transcriptName: (sessionId: string, threadId?: string) => string;
+  /**
+   * The address collects the DMs of several senders (the agent's main session, e.g. under
+   * dmScope "main"): only its owner's messages move it.
+   */
+  sharedAddress?: boolean;
+  /** The linked identity of a peer (session.identityLinks), so an owner is known on every app. */
+  identityOf?: (channel: string, peerId: string) => string | undefined;
 }
 
 export function resetPolicyFor(session: SessionConfig | undefined, sessionKey: string, message: Pick<PlanMessage, 'channel' | 'threadId' | 'peer'>): ResetPolicy {
@@ -100,14 +135,35 @@ function rememberMessageId(ids: RecentMessageIds | undefined, id: string, now: n
   start = Math.max(start, list.length + 1 - RECENT_IDS_CAP);
   const next = list.slice(start);
   next.push([id, now]);
+  // Nothing left the window: the lookup index of the old list describes the new one too, so it
+  // moves over (the old list loses it and would rebuild its own if it were asked again).
+  const index = start === 0 ? idIndexes.get(list) : undefined;
+  if (index !== undefined) {
+    idIndexes.delete(list);
+    index.set(id, now);
+    idIndexes.set(next, index);
+  }
   return next;
 }
+
+/**
+ * messageId → when it was recorded, per id list. Lists are never changed in place (every change
+ * makes a new one), so an index built for a list stays true; without it every message of a busy
+ * session would scan up to RECENT_IDS_CAP pairs.
+ */
+const idIndexes = new WeakMap<RecentMessageIds, Map<string, number>>();
 
 /** When this messageId was last recorded on the session, if it was. */
 export function messageIdSeenAt(ids: RecentMessageIds | undefined, id: string): number | undefined {
   if (!Array.isArray(ids)) return undefined;
-  for (let i = ids.length - 1; i >= 0; i--) if (Array.isArray(ids[i]) && ids[i][0] === id) return ids[i][1];
-  return undefined;
+  let index = idIndexes.get(ids);
+  if (index === undefined) {
+    index = new Map();
+    // Later pairs win: the last time the id was recorded.
+    for (const pair of ids) if (Array.isArray(pair) && typeof pair[0] === 'string') index.set(pair[0], pair[1]);
+    idIndexes.set(ids, index);
+  }
+  return index.get(id);
 }
 
 /** Removes a messageId again (its message could not be recorded after all). */
@@ -121,7 +177,7 @@ export function forgetMessageId(ids: RecentMessageIds | undefined, id: string): 
  */
 export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 'newSessionId' | 'transcriptName'>, threadId: string | undefined): PlannedEntry {
   const sessionId = ctx.newSessionId();
-  return {
+  const next: PlannedEntry = {
     ...entry,
     sessionId,
     sessionFile: ctx.transcriptName(sessionId, threadId),
@@ -129,6 +185,8 @@ export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 
     lastInteractionAt: ctx.now,
     updatedAt: ctx.now,
   };
+  clearInstanceUsage(next);
+  return next;
 }
 
 /** Plans the effect of one message on its session entry (undefined entry = a new address). */
@@ -137,7 +195,7 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
   if (existing && message.messageId !== undefined) {
     const seenAt = messageIdSeenAt(existing.recentMessageIds, message.messageId);
     if (typeof seenAt === 'number' && Math.abs(now - seenAt) < DUPLICATE_WINDOW_MS) {
-      return { entry: existing, created: false, duplicate: true, text: message.text, commandOnly: false };
+      return { entry: existing, created: false, duplicate: true, text: message.text, commandOnly: false, replyTo: planDelivery(existing, message, ctx).replyTo };
     }
   }
 
@@ -184,12 +242,15 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
     }
   }
 
-  applyMessage(entry, message, now, created);
-  return { entry, rotation, created, duplicate: false, text, commandOnly };
+  const delivery = planDelivery(entry, message, ctx);
+  applyMessage(entry, message, now, created, delivery);
+  applyMessageLabels(entry, message, created);
+  noteDmSender(entry, message, ctx.sessionKey);
+  return { entry, rotation, created, duplicate: false, text, commandOnly, replyTo: delivery.replyTo };
 }
 
 /** Which event moves which field (store.md "SessionEntry"). */
-function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, created: boolean): void {
+function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, created: boolean, delivery: DeliveryPlan): void {
   entry.updatedAt = now;
   // Only real user messages are interactions; heartbeats, cron and system events never are.
   if (message.kind === 'user') entry.lastInteractionAt = now;
@@ -208,28 +269,109 @@ function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, cr
     const label = chatType === 'direct' ? message.sender?.name : undefined;
     if (label) entry.displayName = label;
   }
-  // Replies go back where this session's own channel last spoke; another channel's message
-  // (e.g. an identity-linked DM from a second app) never redirects them.
-  if (message.peer && (!entry.deliveryContext || entry.deliveryContext.channel === message.channel)) {
-    setDeliveryAddress(entry, { channel: message.channel, to: deliveryTarget(message.channel, message.peer), accountId: message.accountId, threadId: message.threadId }, chatType);
+  if (delivery.claimsOwner && message.peer) {
+    const owner: DeliveryOwner = { channel: message.channel, peer: { kind: message.peer.kind, id: message.peer.id } };
+    if (message.accountId !== undefined) owner.accountId = message.accountId;
+    entry.deliveryOwner = owner;
   }
+  if (delivery.movesSessionAddress && delivery.own) setDeliveryAddress(entry, delivery.own, chatType);
   if (message.messageId !== undefined) entry.recentMessageIds = rememberMessageId(entry.recentMessageIds, message.messageId, now);
   if (entry.lastInteractionAt === undefined) delete entry.lastInteractionAt;
+}
+
+/** What one message does to where output goes (store.md `deliveryContext`). */
+export interface DeliveryPlan {
+  /** The message's own route as an address (undefined without a peer). */
+  own?: DeliveryAddress;
+  /** Where a reply to this message goes. */
+  replyTo?: DeliveryAddress;
+  /** `message`: its own route; `session`: the session's address (proactive output, no peer). */
+  replySource: 'message' | 'session' | 'none';
+  /** The session's address becomes this message's route. */
+  movesSessionAddress: boolean;
+  /** This sender becomes the owner of a shared address (its first DM peer). */
+  claimsOwner: boolean;
+  /** Why the session's address moves or stays, in words (for `route explain`). */
+  why: string;
+}
+
+/** The route a message came from, as an address; a message without a peer has none. */
+export function messageAddress(message: Pick<PlanMessage, 'channel' | 'accountId' | 'peer' | 'threadId'>): DeliveryAddress | undefined {
+  if (!message.peer) return undefined;
+  const address: DeliveryAddress = { channel: message.channel, to: deliveryTarget(message.channel, message.peer) };
+  if (message.accountId !== undefined) address.accountId = message.accountId;
+  if (message.threadId) address.threadId = message.threadId;
+  return address;
+}
+
+function wellFormedOwner(owner: unknown): DeliveryOwner | undefined {
+  if (owner === null || typeof owner !== 'object') return undefined;
+  const { channel, peer } = owner as { channel?: unknown; peer?: { kind?: unknown; id?: unknown } };
+  const ok = typeof channel === 'string' && peer !== null && typeof peer === 'object' && typeof peer.kind === 'string' && typeof peer.id === 'string';
+  return ok ? (owner as DeliveryOwner) : undefined;
+}
+
+/** The same sender: same channel and peer, or peers linked to one identity (session.identityLinks). */
+export function isOwnerMessage(owner: DeliveryOwner, message: Pick<PlanMessage, 'channel' | 'peer'>, identityOf?: PlanContext['identityOf']): boolean {
+  const peer = message.peer;
+  if (!peer) return false;
+  const same = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase();
+  if (same(owner.channel, message.channel) && same(owner.peer.kind, peer.kind) && same(owner.peer.id, peer.id)) return true;
+  if (!identityOf || owner.peer.kind !== 'direct' || peer.kind !== 'direct') return false;
+  const ownerIdentity = identityOf(owner.channel, owner.peer.id);
+  return ownerIdentity !== undefined && ownerIdentity === identityOf(message.channel, peer.id);
+}
+
+/**
+ * The one delivery rule. A user message is answered on its own route. The session's address (for
+ * proactive output: cron, heartbeats) follows the latest user message of the session's owner: on
+ * a session of its own (per-peer DM, group, thread) every sender reaching it is the owner; on a
+ * shared address (the main session) the first DM peer owns it, or whoever `sessions pin-route`
+ * named, and another sender is answered on its own route without taking the address over.
+ * Heartbeats, cron and system messages are proactive: they use the session's address and only
+ * give a session that has none its first one.
+ */
+export function planDelivery(entry: Pick<PlannedEntry, 'deliveryContext' | 'deliveryOwner'> | undefined, message: Pick<PlanMessage, 'kind' | 'channel' | 'accountId' | 'peer' | 'threadId'>, ctx: Pick<PlanContext, 'sharedAddress' | 'identityOf'>): DeliveryPlan {
+  const own = messageAddress(message);
+  // A row without a target (OpenClaw's `{channel}` alone) has no address to use yet.
+  const stored = entry?.deliveryContext;
+  const current = typeof stored?.to === 'string' ? (stored as DeliveryAddress) : undefined;
+  // A hand-edited owner without a usable peer names nobody (doctor reports it against the schema).
+  const owner = wellFormedOwner(entry?.deliveryOwner);
+  if (message.kind !== 'user') {
+    const first = current === undefined && own !== undefined;
+    const replyTo = current ?? own;
+    return { own, replyTo, replySource: current ? 'session' : own ? 'message' : 'none', movesSessionAddress: first, claimsOwner: false, why: first ? 'the session has no address yet' : `a ${message.kind} message never moves the session's address` };
+  }
+  const reply = own ? { replyTo: own, replySource: 'message' as const } : { replyTo: current, replySource: current ? ('session' as const) : ('none' as const) };
+  if (!own) return { own, ...reply, movesSessionAddress: false, claimsOwner: false, why: 'the message has no peer to answer' };
+  if (owner) {
+    const moves = isOwnerMessage(owner, message, ctx.identityOf);
+    const who = `${owner.channel}:${owner.peer.kind}:${owner.peer.id}${owner.pinned ? ' (pinned)' : ''}`;
+    return { own, ...reply, movesSessionAddress: moves, claimsOwner: false, why: moves ? `the sender is the session's owner ${who}` : `the session's owner is ${who}; another sender never moves its address` };
+  }
+  if (ctx.sharedAddress) {
+    if (message.peer?.kind === 'direct') return { own, ...reply, movesSessionAddress: true, claimsOwner: true, why: 'the first DM sender of a shared session becomes its owner' };
+    const first = current === undefined;
+    return { own, ...reply, movesSessionAddress: first, claimsOwner: false, why: first ? 'the session has no address yet' : 'only a DM from its owner moves a shared session\'s address' };
+  }
+  return { own, ...reply, movesSessionAddress: true, claimsOwner: false, why: 'every sender of this session is its owner' };
 }
 
 /** Channels whose targets name the peer's kind: a bare id there is read as a channel. */
 const KIND_PREFIXED_CHANNELS = new Set(['discord', 'slack', 'msteams', 'mattermost', 'googlechat']);
 
 /**
- * A peer as OpenClaw writes a delivery target: Telegram chats are `telegram:<chatId>`; on
+ * A peer as OpenClaw writes a delivery target: Telegram chats are `telegram:<chatId>` (a forum
+ * topic `telegram:<chatId>:topic:<threadId>`); on
  * Discord, Slack, Teams, Mattermost and Google Chat a direct peer is `user:<id>` and a group or
  * channel `channel:<id>` (OpenClaw's Discord code reads a bare numeric id as a channel); other
  * channels take the bare id.
  */
 export function deliveryTarget(channel: string, peer: { kind: string; id: string }): string {
-  // A forum topic's peer is `<chatId>:topic:<threadId>`; its target is the chat (the thread id
-  // travels beside it, as `threadId`).
-  if (channel === 'telegram') return `telegram:${peer.id.split(':topic:')[0]}`;
+  // A forum topic's peer is `<chatId>:topic:<threadId>`, and OpenClaw's Telegram code addresses
+  // it as `telegram:<chatId>:topic:<threadId>` (with `threadId` beside it as well).
+  if (channel === 'telegram') return `telegram:${peer.id}`;
   if (KIND_PREFIXED_CHANNELS.has(channel)) return `${peer.kind === 'direct' ? 'user' : 'channel'}:${peer.id}`;
   return peer.id;
 }

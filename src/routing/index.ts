@@ -13,6 +13,7 @@ export {
   normalizeExplicitSessionKey,
   cronSessionKey,
   normalizeMainKey,
+  lookupIdentityLink,
   THREAD_MARKER,
   type ParsedSessionKey,
   type SessionKeyKind,

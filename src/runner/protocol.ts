@@ -1,7 +1,7 @@
 // The runner protocol's wire format: classifies one stdout line as an event, plain text or a
 // malformed event, and builds the lines switchboard writes to a runner's stdin.
 
-import type { RunEvent, RunInit, RunMessage } from './types.js';
+import type { RunEvent, RunInit, RunMessage, RunUsage } from './types.js';
 
 /** Events a runner may send, as parsed from one line (`done` ends the run; it is not re-emitted). */
 export type RunnerLineEvent = Exclude<RunEvent, { type: 'stderr' } | { type: 'end' }> | { type: 'done' };
@@ -11,7 +11,9 @@ export type ParsedLine =
   | { kind: 'plain'; text: string }
   | { kind: 'invalid'; message: string };
 
-const KNOWN_TYPES = new Set(['hello', 'tool_call', 'tool_result', 'boundary', 'assistant', 'reply', 'done']);
+const KNOWN_TYPES = new Set(['hello', 'tool_call', 'tool_result', 'boundary', 'assistant', 'reply', 'usage', 'done']);
+
+const USAGE_COUNTS = ['inputTokens', 'outputTokens', 'totalTokens', 'contextTokens'] as const;
 
 /**
  * A line is an event when it is a JSON object whose `type` is one of the runner → switchboard
@@ -57,6 +59,22 @@ export function parseRunnerLine(text: string): ParsedLine {
     case 'reply':
       if (typeof record.text !== 'string') return bad(`${type}: "text" must be a string`);
       return event({ type, text: record.text });
+    case 'usage': {
+      const usage: RunUsage = {};
+      for (const field of ['model', 'provider'] as const) {
+        const value = record[field];
+        if (value === undefined || value === null) continue;
+        if (typeof value !== 'string' || value.trim() === '') return bad(`usage: "${field}" must be a non-empty string`);
+        usage[field] = value.trim();
+      }
+      for (const field of USAGE_COUNTS) {
+        const value = record[field];
+        if (value === undefined || value === null) continue;
+        if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return bad(`usage: "${field}" must be a whole number ≥ 0`);
+        usage[field] = value;
+      }
+      return event({ type: 'usage', usage });
+    }
     default:
       return event({ type: 'done' });
   }
@@ -69,6 +87,7 @@ export function runLine(init: RunInit): string {
     sessionKey: init.sessionKey,
     sessionId: init.sessionId,
     agentId: init.agentId,
+    deliveryContext: init.deliveryContext ?? null,
     messages: init.messages,
   })}\n`;
 }

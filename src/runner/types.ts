@@ -44,6 +44,8 @@ export interface RunInit {
   agentId: string;
   transcriptPath: string;
   messages: readonly RunMessage[];
+  /** Where this run's replies go: the route of the message that started it (null: nowhere known). */
+  deliveryContext?: Readonly<Record<string, unknown>> | null;
 }
 
 export interface StartRunOptions {
@@ -85,8 +87,23 @@ export type RunEvent =
   | { type: 'boundary' }
   | { type: 'assistant'; text: string }
   | { type: 'reply'; text: string }
+  | { type: 'usage'; usage: RunUsage }
   | { type: 'stderr'; line: string }
   | RunEndEvent;
+
+/**
+ * What the model of a run used, as the runner reports it (OpenClaw's field names): the latest
+ * report wins. `totalTokens` is the context in use after the call, `contextTokens` the model's
+ * context window; `inputTokens`/`outputTokens` the tokens of the run so far.
+ */
+export interface RunUsage {
+  model?: string;
+  provider?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  totalTokens?: number;
+  contextTokens?: number;
+}
 
 export interface RunEndEvent {
   type: 'end';

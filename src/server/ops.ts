@@ -52,7 +52,7 @@ function messageLine(line: number, message: unknown): NdjsonLine {
   if (jsonDepthExceeds(message)) return { line, error: 'too-deep', bytes: 0 };
   const text = JSON.stringify(message) ?? 'null';
   const bytes = Buffer.byteLength(text);
-  return bytes > MAX_LINE_BYTES ? { line, error: 'too-long', bytes } : { line, text };
+  return bytes > MAX_LINE_BYTES ? { line, error: 'too-long', bytes } : { line, text, receivedAt: Date.now() };
 }
 
 async function ingest(params: Record<string, unknown>, ctx: OpContext): Promise<{ events: IngestEvent[] }> {

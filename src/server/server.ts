@@ -20,6 +20,7 @@ import {
 import { mountMemoryVolume, unmountMemoryVolume, type MemoryVolume } from '../store/index.js';
 import { ClientConnection, type ConnectionHost, type ConnectionLimits } from './connection.js';
 import { IngestQueue } from './ingest-queue.js';
+import { MaintainSchedule } from './maintain-schedule.js';
 import { OP_HANDLERS, engineIngest, pushOf, type OpHost } from './ops.js';
 import { MAX_REQUEST_BYTES, encodeLine, errorBody, parseRequestLine, type Push, type Request, type Response } from './protocol.js';
 import { checkSocketPath, claimSocket, defaultSocketPath, prepareSocketFolder, removeOwnSocket, type SocketIdentity } from './socket-file.js';
@@ -121,6 +122,8 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
    * with it. The root names no real folder: it only routes the store's paths to memory.
    */
   private readonly incognito: MemoryVolume;
+  /** `maintain` every session.maintenance.maintainEvery, so no cron is needed. */
+  private readonly maintainSchedule: MaintainSchedule;
   private readonly counters = {
     connections: 0,
     requests: 0,
@@ -148,6 +151,8 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
     this.ingestQueue = new IngestQueue(engineIngest, undefined, this.limits.maxBatchBytes);
     this.incognito = mountMemoryVolume(path.join(path.resolve(current.engine.stateDir), `incognito-memory-${randomBytes(6).toString('hex')}`));
     this.attach(current.engine);
+    this.maintainSchedule = new MaintainSchedule(() => this.current.engine, (line) => this.log(line), (line) => this.warn(line));
+    this.maintainSchedule.arm();
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
     netServer.on('connection', (socket) => this.accept(socket));
     for (const socket of early) this.accept(socket);
@@ -333,6 +338,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
       pushes: this.counters.pushes,
       activeRuns: this.activeRuns.size,
       reloads: { applied: this.counters.reloads, rejected: this.counters.failedReloads },
+      maintain: this.maintainSchedule.status(),
     };
   }
 
@@ -343,6 +349,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
         const next = await this.options.loadEngine();
         this.attach(next.engine);
         this.current = next;
+        this.maintainSchedule.arm(); // the interval may have changed
         this.counters.reloads++;
         this.log(`switchboard serve: config reloaded from ${next.configPath ?? '(built-in defaults)'}`);
         return true;
@@ -366,6 +373,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
 
   private async drainAndClose(graceMs: number, reason: string): Promise<StopSummary> {
     this.draining = true;
+    const maintainStopped = this.maintainSchedule.stop(); // no new pass; one in progress ends below
     const clients = [...this.clients];
     const answeredBefore = this.counters.answered;
     for (const client of clients) client.freeze();
@@ -396,6 +404,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
       // for; aborted runs get a moment to report their end to subscribers.
       await Promise.race([Promise.all([allIdle(), this.queuesIdle()]), delay(this.activeRuns.size > 0 ? 3_000 : 500)]);
     }
+    await maintainStopped;
     // Incognito work still waiting cannot outlive this process: it is reported, then forgotten.
     for (const engine of this.engines) {
       for (const event of await dropIncognitoQueues(engine).catch(() => [])) this.publish(event);

@@ -19,7 +19,10 @@ import type { SessionEntry, SessionStore } from './session-entry.js';
 import { readTranscript } from './transcript.js';
 
 export const JOURNAL_SUFFIX = '.journal';
-const JOURNAL_VERSION = 1;
+const JOURNAL_VERSION = 2;
+
+/** One record of a journalled session: its id, the index of its file in `files`, its messageId. */
+export type JournalRecord = [id: string, file: number, messageId?: string];
 
 /** One session a batch is about to append to. */
 export interface JournalSession {
@@ -28,10 +31,20 @@ export interface JournalSession {
   base: string | null;
   /** The entry to install once the records are on disk. */
   entry: SessionEntry;
+  /** Transcript file names (inside the sessions folder) the records go to: a rotation inside the batch writes to two. */
+  files: string[];
   /**
-   * The records to be appended: id, transcript file name (inside the sessions folder; a rotation
-   * inside the batch writes to two) and the messageId each one carries.
+   * The records to be appended, as tuples rather than objects: a batch journals every record it
+   * writes, and this file is written (and fsynced) before them on every batch.
    */
+  records: JournalRecord[];
+}
+
+/** Version 1 (before tuples): one object per record, its file named in full. */
+interface JournalSessionV1 {
+  sessionKey: string;
+  base: string | null;
+  entry: SessionEntry;
   records: { id: string; sessionFile: string; messageId?: string }[];
 }
 
@@ -105,6 +118,10 @@ export interface JournalRecovery {
 /** Reads a journal; null when there is none, it is empty, or it was torn while being written. */
 export async function readJournal(storePath: string): Promise<JournalSession[] | null> {
   if (isInMemory(storePath)) return null;
+  // The common case, once per store write: no journal, or the empty one the last commit left.
+  // One lstat answers it; only a journal with content is opened (never through a link or FIFO).
+  const found = await fsp.lstat(journalPathFor(storePath)).catch(() => null);
+  if (found === null || !found.isFile() || found.size === 0) return null;
   let text: string;
   try {
     const handle = await fsp.open(journalPathFor(storePath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
@@ -119,12 +136,27 @@ export async function readJournal(storePath: string): Promise<JournalSession[] |
   }
   if (text.trim() === '') return null;
   try {
-    const parsed = JSON.parse(text) as JournalFile;
+    const parsed = JSON.parse(text) as { version?: unknown; sessions?: unknown };
     // Torn or foreign: it was written (and fsynced) before any record, so nothing was appended.
-    return parsed?.version === JOURNAL_VERSION && Array.isArray(parsed.sessions) ? parsed.sessions : null;
+    if (!Array.isArray(parsed?.sessions)) return null;
+    if (parsed.version === JOURNAL_VERSION) return parsed.sessions as JournalSession[];
+    if (parsed.version === 1) return (parsed.sessions as JournalSessionV1[]).map(fromVersion1);
+    return null;
   } catch {
     return null;
   }
+}
+
+/** A journal left by a switchboard before version 2 (an upgrade between crash and restart). */
+function fromVersion1(session: JournalSessionV1): JournalSession {
+  const files: string[] = [];
+  const records: JournalRecord[] = [];
+  for (const record of Array.isArray(session?.records) ? session.records : []) {
+    let file = files.indexOf(record?.sessionFile);
+    if (file < 0) file = files.push(record?.sessionFile) - 1;
+    records.push(record?.messageId === undefined ? [record?.id, file] : [record.id, file, record.messageId]);
+  }
+  return { sessionKey: session?.sessionKey, base: session?.base, entry: session?.entry, files, records };
 }
 
 /**
@@ -137,17 +169,17 @@ export async function recoverJournal(storePath: string, store: SessionStore): Pr
   const recovery: JournalRecovery = { recovered: [], missingMessageIds: 0 };
   const sessionsDir = path.dirname(storePath);
   for (const session of sessions) {
-    if (typeof session?.sessionKey !== 'string' || !Array.isArray(session.records)) continue;
+    if (typeof session?.sessionKey !== 'string' || !Array.isArray(session.records) || !Array.isArray(session.files)) continue;
     const current = Object.hasOwn(store, session.sessionKey) ? store[session.sessionKey] : undefined;
     if (entryHash(current) !== session.base) continue; // committed, or changed since: never roll back
     const found = new Set<string>();
-    for (const sessionFile of new Set(session.records.map((record) => record.sessionFile))) {
-      const ids = new Set(session.records.filter((record) => record.sessionFile === sessionFile).map((record) => record.id));
+    for (const [index, sessionFile] of session.files.entries()) {
+      const ids = new Set(session.records.filter((record) => Array.isArray(record) && record[1] === index).map((record) => record[0]));
       for (const id of await recordIdsIn(sessionsDir, sessionFile, ids)) found.add(id);
     }
     if (found.size === 0) continue; // nothing reached the disk: nothing was acknowledged
     const entry = { ...session.entry };
-    const missing = new Set(session.records.filter((record) => !found.has(record.id) && record.messageId !== undefined).map((record) => record.messageId));
+    const missing = new Set(session.records.filter((record) => !found.has(record[0]) && typeof record[2] === 'string').map((record) => record[2]));
     if (missing.size > 0 && Array.isArray(entry.recentMessageIds)) {
       entry.recentMessageIds = (entry.recentMessageIds as [string, number][]).filter(([id]) => !missing.has(id));
       recovery.missingMessageIds += missing.size;

@@ -186,6 +186,25 @@ export interface ParsedArchiveName {
 
 const ARCHIVE_NAME = /^(.+)\.(reset|deleted)\.(\d{4}-\d{2}-\d{2}T\d{2})-(\d{2})-(\d{2}(?:\.\d{1,3})?Z)$/;
 
+/** What doctor keeps of a file before repairing it: `<file>.bak-<ts>`, `sessions.json.corrupt-<ts>`. */
+export type KeptCopyTag = 'bak' | 'corrupt';
+
+/** The name of a copy doctor keeps (same timestamp format as archives). */
+export function keptCopyName(fileName: string, tag: KeptCopyTag, epochMs: number): string {
+  return `${fileName}.${tag}-${formatArchiveTimestamp(epochMs)}`;
+}
+
+const KEPT_COPY_NAME = /^(.+)\.(bak|corrupt)-(\d{4}-\d{2}-\d{2}T\d{2})-(\d{2})-(\d{2}(?:\.\d{1,3})?Z)$/;
+
+/** Recognises keptCopyName() names (retention purges them like archives); null for anything else. */
+export function parseKeptCopyName(fileName: string): { originalName: string; tag: KeptCopyTag; keptAt: number } | null {
+  const match = KEPT_COPY_NAME.exec(fileName);
+  if (match === null) return null;
+  const keptAt = Date.parse(`${match[3]}:${match[4]}:${match[5]}`);
+  if (Number.isNaN(keptAt)) return null;
+  return { originalName: match[1]!, tag: match[2] as KeptCopyTag, keptAt };
+}
+
 /** Recognises archive names written by archivePathFor(); null for anything else. */
 export function parseArchiveName(fileName: string): ParsedArchiveName | null {
   const match = ARCHIVE_NAME.exec(fileName);

@@ -29,10 +29,11 @@ export interface SessionOrigin {
   [extra: string]: unknown;
 }
 
-/** Where replies go; only inbound messages on this same session move it. */
+/** The session's address for proactive output; its owner's latest message moves it (policy/session-plan.ts planDelivery). */
 export interface SessionDeliveryContext {
   channel: string;
-  to: string;
+  /** switchboard always writes it; OpenClaw leaves it out until it has a target (e.g. a Telegram group it only recorded). */
+  to?: string;
   accountId?: string;
   /** switchboard writes strings; a row written by OpenClaw may hold a number here (Telegram topics). */
   threadId?: string;
@@ -55,6 +56,8 @@ export interface SessionEntry {
   subject?: string;
   origin?: SessionOrigin;
   deliveryContext?: SessionDeliveryContext;
+  /** Whose messages move `deliveryContext` (first DM peer of a shared session, or `sessions pin-route`). */
+  deliveryOwner?: { channel: string; peer: SessionPeer; accountId?: string; pinned?: boolean };
   queueMode?: string;
   queueDebounceMs?: number;
   queueCap?: number;

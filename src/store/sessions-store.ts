@@ -280,6 +280,11 @@ export interface UpdateSessionStoreOptions {
   fs?: StoreFileSystem;
   /** Most mutators applied by one lock+read+write (default 500). */
   maxBatchSize?: number;
+  /**
+   * No store upkeep on this write: for maintenance's own removals, which follow a plan of their
+   * own (with its --active-key sessions) and must not have it changed under them.
+   */
+  skipUpkeep?: boolean;
 }
 
 /** Per-process counters of one store, for tests, benchmarks and `--verbose`. */
@@ -309,6 +314,7 @@ interface PendingUpdate {
   maxBatchSize: number;
   /** A transaction: runs in a batch of its own, may have side effects, is never re-run. */
   alone: boolean;
+  skipUpkeep: boolean;
 }
 
 interface StoreQueue {
@@ -317,6 +323,33 @@ interface StoreQueue {
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * Work the owner of a store does on every write of it, inside the same lock+read+write, on the
+ * batch's result: maintenance in enforce mode removes entries here (as OpenClaw does on every
+ * store save). It returns what to do once the write is over (archive what it removed, let go of
+ * the locks it took) — `written` says whether its removals reached the file — or null.
+ */
+export type StoreUpkeep = (store: SessionStore, tx: StoreTransaction) => Promise<StoreUpkeepFinish | null>;
+export type StoreUpkeepFinish = (written: boolean) => Promise<void>;
+
+/** Which upkeep (if any) a store gets: set once by the engine; store/ knows no policy. */
+let upkeepProvider: ((storePath: string) => StoreUpkeep | null) | null = null;
+
+export function setStoreUpkeepProvider(provider: ((storePath: string) => StoreUpkeep | null) | null): void {
+  upkeepProvider = provider;
+}
+
+/** Upkeep is best effort: a failure leaves the batch as its callers made it (the schedule catches up). */
+async function startUpkeep(storePath: string, store: SessionStore, tx: StoreTransaction): Promise<StoreUpkeepFinish | null> {
+  const upkeep = upkeepProvider?.(storePath) ?? null;
+  if (upkeep === null) return null;
+  try {
+    return await upkeep(store, tx);
+  } catch {
+    return null;
+  }
+}
 
 const queues = new Map<string, StoreQueue>();
 const statsByStore = new Map<string, SessionStoreStats>();
@@ -390,6 +423,7 @@ function enqueueUpdate<T>(storePath: string, mutate: SessionStoreMutator<T>, opt
       lock: { ...DEFAULT_STORE_LOCK, ...definedOnly(options.lock ?? {}) },
       maxBatchSize: Math.max(1, Math.floor(options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE)),
       alone,
+      skipUpkeep: options.skipUpkeep === true,
     });
     statsFor(absolutePath).updates += 1;
     if (!queue.draining) {
@@ -409,6 +443,7 @@ function definedOnly(lock: SessionStoreLockOptions): SessionStoreLockOptions {
 function sameSettings(a: PendingUpdate, b: PendingUpdate): boolean {
   return (
     a.fs === b.fs &&
+    a.skipUpkeep === b.skipUpkeep &&
     a.lock.acquireTimeoutMs === b.lock.acquireTimeoutMs &&
     a.lock.staleMs === b.lock.staleMs &&
     a.lock.maxHoldMs === b.lock.maxHoldMs
@@ -474,20 +509,27 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
         },
       };
       const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch, tx);
-      const nextText = serializeSessionStore(store);
-      const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
-      if (unchanged) {
-        stats.unchangedBatches += 1;
-        if (journalToClear) await clearJournal(storePath);
+      const finishUpkeep = first.skipUpkeep ? null : await startUpkeep(storePath, store, tx);
+      let written = false;
+      try {
+        const nextText = serializeSessionStore(store);
+        const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
+        if (unchanged) {
+          stats.unchangedBatches += 1;
+          if (journalToClear) await clearJournal(storePath);
+          return batchOutcomes;
+        }
+        // A lock taken over by a waiter (we overran maxHoldMs) must not be written through.
+        await handle.verifyHeld();
+        await replaceStoreFile(fs, storePath, nextText, original !== null, pin);
+        written = true;
+        stats.writes += 1;
+        // A transaction that threw leaves its journal for the next writer (its records may be down).
+        if (journalToClear && batchOutcomes.every((outcome) => outcome.ok)) await clearJournal(storePath);
         return batchOutcomes;
+      } finally {
+        await finishUpkeep?.(written).catch(() => undefined);
       }
-      // A lock taken over by a waiter (we overran maxHoldMs) must not be written through.
-      await handle.verifyHeld();
-      await replaceStoreFile(fs, storePath, nextText, original !== null, pin);
-      stats.writes += 1;
-      // A transaction that threw leaves its journal for the next writer (its records may be down).
-      if (journalToClear && batchOutcomes.every((outcome) => outcome.ok)) await clearJournal(storePath);
-      return batchOutcomes;
     }));
   } catch (err) {
     stats.failedBatches += 1;
@@ -634,15 +676,29 @@ async function withReplaceRetries<T>(batch: PendingUpdate[], attempt: () => Prom
 async function replaceStoreFile(fs: StoreFileSystem, storePath: string, text: string, hasPrevious: boolean, pin: StorePin): Promise<void> {
   const dir = path.dirname(storePath);
   const baseName = path.basename(storePath);
-  if (hasPrevious) {
-    await refreshBackup(fs, storePath, resolveInside(dir, `${baseName}.bak`), resolveInside(dir, `${baseName}.bak.tmp`), pin.identity);
+  // The backup link and the durable temp file do not depend on each other: done side by side,
+  // they cost one round of file operations (and one fsync wait) instead of two.
+  const backup = hasPrevious
+    ? refreshBackup(fs, storePath, resolveInside(dir, `${baseName}.bak`), resolveInside(dir, `${baseName}.bak.tmp`), pin.identity)
+    : Promise.resolve();
+  const temp = createTempNextTo(fs, storePath).then(async (tempPath) => {
+    try {
+      await fs.writeWholeFile(tempPath, Buffer.from(text, 'utf8'));
+      await fs.fsyncPath(tempPath);
+      return { tempPath, written: await fs.stat(tempPath) };
+    } catch (err) {
+      await fs.unlink(tempPath).catch(() => undefined);
+      throw ioError(err, 'write', storePath);
+    }
+  });
+  const [kept, prepared] = await Promise.allSettled([backup, temp]);
+  if (kept.status === 'rejected') {
+    if (prepared.status === 'fulfilled') await fs.unlink(prepared.value.tempPath).catch(() => undefined);
+    throw kept.reason;
   }
-  const tempPath = await createTempNextTo(fs, storePath);
-  let written: FileIdentity;
+  if (prepared.status === 'rejected') throw prepared.reason;
+  const { tempPath, written } = prepared.value;
   try {
-    await fs.writeWholeFile(tempPath, Buffer.from(text, 'utf8'));
-    await fs.fsyncPath(tempPath);
-    written = await fs.stat(tempPath);
     if (!sameFile(await identityOrNull(fs, storePath), pin.identity)) throw replacedUnderUs(storePath, 'before the rename');
     await pin.handle.fence(() => fs.rename(tempPath, storePath));
   } catch (err) {

@@ -477,7 +477,8 @@ function chainParentAfter(record: TranscriptRecord): string | null | undefined {
   return record.id;
 }
 
-function parseRecord(line: Buffer | string): TranscriptRecord | null {
+/** One line as a record, or null when it is not one (readers skip and count such lines). */
+export function parseRecord(line: Buffer | string): TranscriptRecord | null {
   const text = (typeof line === 'string' ? line : line.toString('utf8')).trim();
   if (text === '') return null;
   try {
@@ -590,5 +591,6 @@ export async function transcriptStats(transcriptPath: string): Promise<Transcrip
 }
 
 // ---------------------------------------------------------------------------------------------
+
 
 

@@ -15,7 +15,8 @@ function split(bytes: Buffer, cuts: number[], maxLineBytes: number): NdjsonLine[
     from = cut;
   }
   out.push(...splitter.end());
-  return out;
+  // When a line arrived is the clock's business, not the framing's: compare everything else.
+  return out.map((line) => ('text' in line ? { line: line.line, text: line.text } : line));
 }
 
 function byteAtATime(bytes: Buffer, maxLineBytes: number): NdjsonLine[] {
@@ -60,6 +61,14 @@ describe('LineSplitter runs of whole lines', () => {
         assert.deepEqual(split(bytes, [], maxLineBytes), expected, `seed ${seed}, cap ${maxLineBytes}, one chunk`);
       }
     }
+  });
+
+  test('every line a chunk completes carries that chunk\'s arrival time', () => {
+    const splitter = new LineSplitter(1024);
+    const before = Date.now();
+    const lines = [...splitter.push(Buffer.from('{"a":1}\n{"b":')), ...splitter.push(Buffer.from('2}\n{"c":3}\n\n'))];
+    assert.equal(lines.length, 4);
+    for (const line of lines) assert.ok('receivedAt' in line && typeof line.receivedAt === 'number' && line.receivedAt >= before);
   });
 
   test('a BOM is dropped once per line, CR before the newline too, and bad lines keep their numbers', () => {

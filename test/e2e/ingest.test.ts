@@ -52,8 +52,8 @@ describe('the Alice scenario (examples/)', () => {
     const mainStore = readStore(state, 'main');
     const alice = mainStore['agent:main:direct:alice'];
     assert.equal(alice.sessionId, telegram.sessionId);
-    // Replies stay on the channel that opened the session: the Slack DM did not redirect them.
-    assert.equal(alice.deliveryContext.channel, 'telegram');
+    // The session's address follows its owner's latest message: Alice wrote on Slack last.
+    assert.equal(alice.deliveryContext.channel, 'slack');
     const lines = transcriptLines(state, 'main', alice.sessionFile);
     assert.equal(lines[0].type, 'session');
     assert.equal(lines[0].id, alice.sessionId);

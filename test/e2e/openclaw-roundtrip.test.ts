@@ -3,6 +3,7 @@
 // OpenClaw would replay only the conversation, never switchboard's record-only messages.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { readAsOpenClaw } from '../fixtures/openclaw-reader.js';
@@ -35,4 +36,8 @@ test('a switchboard-written store reads cleanly as OpenClaw reads it', async () 
   assert.equal(new Set(replies).size, replies.length, `each reply is replayed once, its delivery mirror never: ${replies.join(' | ')}`);
   const topic = view.context.get('agent:main:telegram:group:-100888:topic:42');
   assert.ok(topic?.includes('user: in a topic'), JSON.stringify([...view.context.keys()]));
+  // OpenClaw's Telegram code addresses a forum topic as telegram:<chatId>:topic:<threadId>.
+  const store = JSON.parse(fs.readFileSync(path.join(stateDir, 'agents', 'main', 'sessions', 'sessions.json'), 'utf8'));
+  const topicEntry = store['agent:main:telegram:group:-100888:topic:42'];
+  assert.deepEqual([topicEntry.deliveryContext.to, topicEntry.lastTo, topicEntry.deliveryContext.threadId], ['telegram:-100888:topic:42', 'telegram:-100888:topic:42', '42']);
 });

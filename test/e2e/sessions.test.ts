@@ -37,7 +37,7 @@ describe('sessions commands', () => {
     assert.equal(listing.count, 2);
     assert.deepEqual(listing.stores.map((s: { agentId: string }) => s.agentId), ['main']);
     const row = listing.sessions.find((s: { key: string }) => s.key === 'agent:main:direct:1');
-    for (const field of ['agentId', 'key', 'sessionId', 'kind', 'chatType', 'updatedAt', 'ageMs', 'sessionStartedAt', 'lastInteractionAt', 'model', 'pinned', 'transcriptBytes']) {
+    for (const field of ['agentId', 'key', 'sessionId', 'kind', 'chatType', 'updatedAt', 'ageMs', 'sessionStartedAt', 'lastInteractionAt', 'model', 'inputTokens', 'outputTokens', 'totalTokens', 'contextTokens', 'pinned', 'transcriptBytes']) {
       assert.ok(field in row, `field ${field}`);
     }
     assert.equal(row.ageMs, 30 * 60_000);
@@ -45,7 +45,7 @@ describe('sessions commands', () => {
     const all = jsonLines((await cli('sessions', 'list', '--all-agents', '--json')).stdout)[0];
     assert.equal(all.count, 3);
     const text = (await cli('sessions', '--all-agents')).stdout;
-    assert.match(text, /^Agent\s+Kind\s+Key\s+Age\s+Model\s+Flags/);
+    assert.match(text, /^Agent\s+Kind\s+Key\s+Age\s+Model\s+Tokens\s+Flags/);
     assert.match(text, /agent:work:slack:channel:c1/);
   });
 

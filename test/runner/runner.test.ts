@@ -288,6 +288,7 @@ describe('external runners', () => {
       sessionKey: runInit.sessionKey,
       sessionId: runInit.sessionId,
       agentId: runInit.agentId,
+      deliveryContext: null,
       messages: runInit.messages,
     });
   });

@@ -15,29 +15,33 @@ function setup(): { dir: string; storePath: string } {
   return { dir, storePath: path.join(dir, 'sessions.json') };
 }
 
-function writeJournalFile(storePath: string, sessions: JournalSession[]): void {
-  fs.writeFileSync(journalPathFor(storePath), JSON.stringify({ version: 1, pid: 1, writtenAt: new Date().toISOString(), sessions }));
+/** Version 1 (one object per record) is what an older release leaves behind; it is still completed. */
+function writeJournalFile(storePath: string, sessions: unknown[], version = 1): void {
+  fs.writeFileSync(journalPathFor(storePath), JSON.stringify({ version, pid: 1, writtenAt: new Date().toISOString(), sessions }));
 }
 
-test('a journalled batch whose records are down is installed by the next writer; missing ids are forgotten', async () => {
-  const { dir, storePath } = setup();
-  const base = { sessionId: 'old', updatedAt: 1 };
-  fs.writeFileSync(storePath, JSON.stringify({ 'agent:main:a': base }));
-  // The dead writer planned a new instance with two messages but only the first record is down.
-  await appendToTranscript(path.join(dir, 'new-id.jsonl'), { type: 'message', id: 'r1', message: { role: 'user', messageId: 'm1' } }, { session: { sessionId: 'new-id' } });
-  const planned = { sessionId: 'new-id', sessionFile: 'new-id.jsonl', updatedAt: 2, recentMessageIds: [['m1', 2], ['m2', 2]] };
-  writeJournalFile(storePath, [
-    { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, records: [{ id: 'r1', sessionFile: 'new-id.jsonl', messageId: 'm1' }, { id: 'r2', sessionFile: 'new-id.jsonl', messageId: 'm2' }] },
-  ]);
-  await updateSessionStore(storePath, (store) => {
-    store['agent:main:other'] = { sessionId: 'x', updatedAt: 3 };
+for (const version of [1, 2]) {
+  test(`a journalled batch (version ${version}) whose records are down is installed by the next writer; missing ids are forgotten`, async () => {
+    const { dir, storePath } = setup();
+    const base = { sessionId: 'old', updatedAt: 1 };
+    fs.writeFileSync(storePath, JSON.stringify({ 'agent:main:a': base }));
+    // The dead writer planned a new instance with two messages but only the first record is down.
+    await appendToTranscript(path.join(dir, 'new-id.jsonl'), { type: 'message', id: 'r1', message: { role: 'user', messageId: 'm1' } }, { session: { sessionId: 'new-id' } });
+    const planned = { sessionId: 'new-id', sessionFile: 'new-id.jsonl', updatedAt: 2, recentMessageIds: [['m1', 2], ['m2', 2]] };
+    const session: JournalSession =
+      { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, files: ['other.jsonl', 'new-id.jsonl'], records: [['r1', 1, 'm1'], ['r2', 1, 'm2']] };
+    const v1 = { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, records: [{ id: 'r1', sessionFile: 'new-id.jsonl', messageId: 'm1' }, { id: 'r2', sessionFile: 'new-id.jsonl', messageId: 'm2' }] };
+    writeJournalFile(storePath, [version === 1 ? v1 : session], version);
+    await updateSessionStore(storePath, (store) => {
+      store['agent:main:other'] = { sessionId: 'x', updatedAt: 3 };
+    });
+    const store = await readSessionStore(storePath);
+    assert.equal(store['agent:main:a']?.sessionId, 'new-id');
+    assert.deepEqual(store['agent:main:a']?.recentMessageIds, [['m1', 2]]);
+    assert.equal(store['agent:main:other']?.sessionId, 'x');
+    assert.equal(fs.readFileSync(journalPathFor(storePath), 'utf8'), '', 'the journal is emptied once applied');
   });
-  const store = await readSessionStore(storePath);
-  assert.equal(store['agent:main:a']?.sessionId, 'new-id');
-  assert.deepEqual(store['agent:main:a']?.recentMessageIds, [['m1', 2]]);
-  assert.equal(store['agent:main:other']?.sessionId, 'x');
-  assert.equal(fs.readFileSync(journalPathFor(storePath), 'utf8'), '', 'the journal is emptied once applied');
-});
+}
 
 test('a journal never rolls back: not when its batch committed, not when the entry changed since, not without records', async () => {
   const { dir, storePath } = setup();

@@ -274,6 +274,18 @@ describe('inbound message schema', () => {
     [{ ...base, queue: 'collect' }, false],
     [{ ...base, incognito: true }, true],
     [{ ...base, incognito: 'yes' }, false],
+    [{ ...base, group: { displayName: 'Book club', subject: 'Dune', space: 7 } }, true],
+    [{ ...base, group: null }, true],
+    [{ ...base, group: 'Book club' }, false],
+    [{ ...base, group: { subject: ['Dune'] } }, false],
+    [{ ...base, parentSessionKey: ' Agent:Main:main ', spawnDepth: 1 }, true],
+    [{ ...base, parentSessionKey: 'main' }, false],
+    [{ ...base, parentSessionKey: '  ' }, false],
+    [{ ...base, parentSessionKey: 12 }, false],
+    [{ ...base, parentSessionKey: null, spawnDepth: null }, true],
+    [{ ...base, spawnDepth: -1 }, false],
+    [{ ...base, spawnDepth: 1.5 }, false],
+    [{ ...base, spawnDepth: '1' }, false],
     [{ ...base, unknownField: { kept: 'ignored' } }, true],
     [[base], false],
     ['telegram', false],
@@ -317,15 +329,17 @@ describe('every schema can fail', () => {
     const openclaw = {
       ...entry,
       sessionFile: `/home/oc/.openclaw/agents/main/sessions/${entry.sessionId}-topic-42.jsonl`,
-      origin: { label: 'Family id:-100888 topic:42', provider: 'telegram', surface: 'telegram', chatType: 'group', from: 'telegram:group:-100888:topic:42', to: 'telegram:-100888', accountId: 'Default', threadId: 42 },
-      deliveryContext: { channel: 'telegram', to: 'telegram:-100888', accountId: 'default', threadId: 42 },
-      lastChannel: 'telegram', lastTo: 'telegram:-100888', lastAccountId: 'default', lastThreadId: 42,
-      route: { channel: 'telegram', accountId: 'default', target: { to: 'telegram:-100888', chatType: 'group' }, thread: { id: 42 } },
+      origin: { label: 'Family id:-100888 topic:42', provider: 'telegram', surface: 'telegram', chatType: 'group', from: 'telegram:group:-100888:topic:42', to: 'telegram:-100888:topic:42', accountId: 'Default', threadId: 42 },
+      deliveryContext: { channel: 'telegram', to: 'telegram:-100888:topic:42', accountId: 'default', threadId: 42 },
+      lastChannel: 'telegram', lastTo: 'telegram:-100888:topic:42', lastAccountId: 'default', lastThreadId: 42,
+      route: { channel: 'telegram', accountId: 'default', target: { to: 'telegram:-100888:topic:42', chatType: 'group' }, thread: { id: 42 } },
       systemSent: true, skillsSnapshot: { prompt: '', skills: [] },
     };
     assertValid('sessions', { 'agent:main:telegram:group:-100888:topic:42': openclaw }, 'an entry as OpenClaw writes it');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, chatType: 'dm' } }, '["agent:main:main"].chatType');
-    assertInvalid('sessions', { 'agent:main:main': { ...entry, deliveryContext: { channel: 'telegram' } } }, '["agent:main:main"].deliveryContext.to');
+    // OpenClaw 2026.7.1's store code writes a session without a last route (a Telegram group) so.
+    assertValid('sessions', { 'agent:main:telegram:group:-100555': { ...entry, chatType: 'group', deliveryContext: { channel: 'telegram' }, route: { channel: 'telegram' }, lastChannel: 'telegram' } }, 'a deliveryContext without a target');
+    assertInvalid('sessions', { 'agent:main:main': { ...entry, deliveryContext: { to: 'telegram:111' } } }, '["agent:main:main"].deliveryContext.channel');
     assertInvalid('sessions', { 'agent:main:main': { ...entry, recentMessageIds: [['m1', 'now']] } }, '["agent:main:main"].recentMessageIds[0][1]');
     assertInvalid('sessions', { main: entry }, '$');
     assertInvalid('sessions', { 'agent:Main:main': entry }, '$');

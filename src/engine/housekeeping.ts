@@ -1,5 +1,6 @@
-// `switchboard maintain`, the cron job: stale-lock removal, cron session retention, session
-// cleanup and due daily/idle resets with no message arriving — one summary, failures collected.
+// `switchboard maintain`, the cron job: one housekeeping pass over every store —
+// stale-lock removal, cron session retention, session cleanup and due daily/idle resets with no
+// message arriving — one summary, failures collected.
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import {
   planCronRetention,
   planDueResets,
   resolveCronRetentionMs,
+  resolveMaintainEveryMs,
   snapshotWithoutEntries,
   type MaintenanceMode,
   type MaintenanceSnapshot,
@@ -18,6 +20,8 @@ import {
 import {
   listLocks,
   lockPathFor,
+  memoryVolumeFor,
+  parseArchiveName,
   readSessionStore,
   releaseLock,
   sessionEntryProblem,
@@ -36,7 +40,7 @@ import {
   type BusyKeysProvider,
   type CleanupProgress,
   type CleanupStoreResult,
-} from './maintenance.js';
+} from './session-cleanup.js';
 
 const RESET_CONCURRENCY = 8;
 
@@ -373,4 +377,29 @@ async function rotateDue(ctx: EngineContext, location: StoreLocation, key: strin
     kind: 'reset',
     done: { agentId: location.agentId, sessionKey: key, reason: outcome.reason as StaleReason, previousSessionId: sessionId, sessionId: outcome.entry.sessionId, archivedTo: outcome.archivedTo },
   };
+}
+
+/** `session.maintenance.maintainEvery` (default 1h): how often `serve` runs this pass; null = never. */
+export function maintainEveryMs(ctx: EngineContext): number | null {
+  return resolveMaintainEveryMs(ctx.config.session?.maintenance);
+}
+
+/**
+ * Archive retention inside serve's incognito volume (rotated incognito transcripts are archived
+ * there and would otherwise live as long as the server): archives older than
+ * resetArchiveRetention are dropped. Nothing else of the volume is touched. Returns how many.
+ */
+export function purgeIncognitoArchives(ctx: EngineContext): number {
+  const retentionMs = cleanupSettingsFor(ctx).resetArchiveRetentionMs;
+  const volume = ctx.incognitoRoot === undefined ? undefined : memoryVolumeFor(ctx.incognitoRoot);
+  if (retentionMs === null || volume === undefined) return 0;
+  const cutoff = ctx.clock.now() - retentionMs;
+  let purged = 0;
+  for (const file of volume.paths()) {
+    const archive = parseArchiveName(path.basename(file));
+    if (archive === null || archive.archivedAt >= cutoff) continue;
+    volume.unlink(file);
+    purged += 1;
+  }
+  return purged;
 }

@@ -72,7 +72,8 @@ export function registerMaintainCommand(program: Command, hooks: ProgramHooks): 
       'after',
       `
 Sessions with an active run (their write lock is held) are deferred, never reset under the run.
-The exit status is non-zero only when something failed. See switchboard-maintain(1).
+A running \`switchboard serve\` runs this itself every session.maintenance.maintainEvery (default
+1h). The exit status is non-zero only when something failed. See switchboard-maintain(1).
 
 Example:
   $ switchboard maintain --json

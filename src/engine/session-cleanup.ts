@@ -24,6 +24,7 @@ import {
   entryTranscriptName,
   nodeStoreFileSystem,
   parseArchiveName,
+  parseKeptCopyName,
   readSessionStore,
   sessionEntryProblem,
   transactSessionStore,
@@ -288,6 +289,12 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
       toStat.push({ name, apply: (bytes) => archives.push({ name, reason: archive.reason, archivedAt: archive.archivedAt, bytes }) });
       continue;
     }
+    // doctor's kept originals fall under the same retention (and disk budget) as archives.
+    const kept = parseKeptCopyName(name);
+    if (kept !== null) {
+      toStat.push({ name, apply: (bytes) => archives.push({ name, reason: kept.tag, archivedAt: kept.keptAt, bytes }) });
+      continue;
+    }
     const backup = backupPattern.exec(name);
     if (backup !== null) {
       toStat.push({ name, apply: (bytes) => storeBackups.push({ name, createdAt: Number(backup[1]), bytes }) });
@@ -368,7 +375,7 @@ export interface RemovalOutcome {
   skipped: { key: string; reason: string }[];
 }
 
-interface HeldLocks {
+export interface HeldLocks {
   held: Set<string>;
   failed: Map<string, string>;
   release(): Promise<void>;
@@ -378,7 +385,7 @@ interface HeldLocks {
  * Takes the write locks of many transcripts at once without waiting for busy ones (a live lock
  * means a run is writing: that session is protected now). Released together by release().
  */
-async function holdTranscriptLocks(items: { id: string; file: string; sessionKey: string }[], lockOptions: (key: string) => LockOptions): Promise<HeldLocks> {
+export async function holdTranscriptLocks(items: { id: string; file: string; sessionKey: string }[], lockOptions: (key: string) => LockOptions): Promise<HeldLocks> {
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   const holdings: Promise<unknown>[] = [];
@@ -450,7 +457,7 @@ export async function removeEntries(
           }
         }
         return { removed, skipped };
-      });
+      }, { skipUpkeep: true });
       outcome.skipped.push(...result.skipped);
       const byKey = new Map(ready.map((c) => [c.key, c]));
       const archived = new Map<string, string | null>();
@@ -472,13 +479,13 @@ export async function removeEntries(
 }
 
 /** archiveFile's file system, its per-rename folder fsync left to removeEntries (once per chunk). */
-const ARCHIVE_FS: StoreFileSystem = {
+export const ARCHIVE_FS: StoreFileSystem = {
   ...nodeStoreFileSystem,
   // archiveFile fsyncs only the folder of the renamed file, never the file itself.
   fsyncPath: async () => undefined,
 };
 
-async function fsyncFolder(dir: string): Promise<void> {
+export async function fsyncFolder(dir: string): Promise<void> {
   try {
     await nodeStoreFileSystem.fsyncPath(dir);
   } catch (err) {
@@ -545,8 +552,7 @@ export async function applyCleanupPlan(
       let done = 0;
       for (const file of step.files) {
         // Belt and braces: only a file whose name still says it is an archive that old is deleted.
-        const parsed = parseArchiveName(file.name);
-        if (parsed === null || parsed.archivedAt !== file.archivedAt) continue;
+        if (archivedAtOf(file.name) !== file.archivedAt) continue;
         if (await unlinkIfPresent(path.join(location.sessionsDir, file.name))) outcome.purged += 1;
         done += 1;
         if (done % 200 === 0) report('purge', done, step.files.length);
@@ -558,6 +564,11 @@ export async function applyCleanupPlan(
     }
   }
   return outcome;
+}
+
+/** When a file whose name says it is an archive or a doctor copy was made; null for any other name. */
+function archivedAtOf(name: string): number | null {
+  return parseArchiveName(name)?.archivedAt ?? parseKeptCopyName(name)?.keptAt ?? null;
 }
 
 /** Keeps a copy of the store file as `<store>.bak.<ms>` and drops the rotated copies beyond the kept ones. */
@@ -611,7 +622,7 @@ async function applyBudget(
   const entryRemovals = removals.filter((r): r is Extract<BudgetRemoval, { kind: 'entry' }> => r.kind === 'entry');
   for (const removal of removals) {
     if (removal.kind === 'archive') {
-      if (parseArchiveName(removal.name) !== null && (await unlinkIfPresent(path.join(dir, removal.name)))) {
+      if (archivedAtOf(removal.name) !== null && (await unlinkIfPresent(path.join(dir, removal.name)))) {
         budget.removedFiles += 1;
         budget.freedBytes += removal.bytes;
       }
@@ -665,7 +676,7 @@ async function removeUnreferenced(ctx: EngineContext, location: StoreLocation, n
         for (const entry of Object.values(store)) if (transcriptNameOf(location, entry) === name) return false;
         const archivedTo = await archiveFile(file, 'deleted', now);
         return archivedTo !== null && (await unlinkIfPresent(archivedTo));
-      }),
+      }, { skipUpkeep: true }),
     );
   } catch (err) {
     if (err instanceof SwitchboardError && err.code === 'SESSION_BUSY') return false;

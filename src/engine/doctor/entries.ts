@@ -1,0 +1,95 @@
+// Step: the entries of sessions.json. An entry whose transcript is missing (or empty) gets a new
+// one: the header and a `custom` entry (customType "doctor") saying that the history was lost. A
+// transcript archived as `.deleted.<ts>` means a deletion was interrupted: reported only.
+
+import path from 'node:path';
+import { SwitchboardError } from '../../core/index.js';
+import { appendEntries, lockPathFor, lstatKind, parseArchiveName, readSessionStore, sessionEntryProblem, type SessionEntry } from '../../store/index.js';
+import { statOrNull } from './files.js';
+import type { DoctorProblemKind, RepairOutcome } from './report.js';
+import type { StoreCheck } from './store-check.js';
+import type { TranscriptScan } from './transcript-scan.js';
+
+/** Entries whose transcript is missing or empty, and headers that contradict their entry. */
+export async function checkEntries(doc: StoreCheck): Promise<void> {
+  const store = doc.store!;
+  const archives = new Map<string, string[]>();
+  for (const name of doc.listing.files) {
+    const parsed = parseArchiveName(name);
+    if (parsed !== null) archives.set(parsed.originalName, [...(archives.get(parsed.originalName) ?? []), `${parsed.reason}:${name}`]);
+  }
+  for (const [key, entry] of Object.entries(store)) {
+    const shape = sessionEntryProblem(entry, doc.location.sessionsDir);
+    if (shape !== null) {
+      // Every command refuses this row (STORE_CORRUPT for this session); only a person knows the fix.
+      doc.problem({
+        kind: 'invalid-entry',
+        file: doc.location.storePath,
+        sessionKey: key,
+        message: `the entry of ${key} cannot be used: ${shape.reason}; fix it by hand, or remove it with \`switchboard sessions delete ${key}\` (a transcript it had is then adopted again by --repair)`,
+        repairable: false,
+      });
+      continue;
+    }
+    const file = doc.entryFile(entry);
+    if (file === null || typeof entry.sessionId !== 'string') continue;
+    const name = path.basename(file);
+    if (doc.nonRegular.has(name) && (await lstatKind(file)) !== null) continue; // not-regular-file covers it
+    const stats = await statOrNull(file);
+    if (stats !== null && stats.size > 0) {
+      checkHeaderAgainstEntry(doc, key, entry, doc.scans.get(name));
+      continue;
+    }
+    if (stats === null && doc.plannedRepoints.has(key)) continue; // the orphan problem covers it
+    if (stats !== null && doc.liveLocks.has(lockPathFor(file))) continue; // being created right now
+    const deleted = (archives.get(name) ?? []).filter((a) => a.startsWith('deleted:')).map((a) => a.slice('deleted:'.length));
+    const kind: DoctorProblemKind = stats === null ? 'missing-transcript' : 'empty-transcript';
+    const what = stats === null ? `the transcript ${name} of ${key} does not exist` : `the transcript ${name} of ${key} is empty`;
+    const problem = doc.problem({
+      kind,
+      file,
+      sessionKey: key,
+      message:
+        deleted.length > 0
+          ? `${what}; it was archived as ${deleted[0]} (an interrupted deletion): finish it with \`switchboard sessions delete ${key}\``
+          : `${what}: --repair starts it again with a header and a note that the history was lost`,
+      repairable: deleted.length === 0,
+    });
+    if (doc.repair && deleted.length === 0) await doc.attempt([problem], () => recreateTranscript(doc, key, entry, file));
+  }
+}
+
+export function checkHeaderAgainstEntry(doc: StoreCheck, key: string, entry: SessionEntry, scan: TranscriptScan | undefined): void {
+  const header = scan?.header;
+  if (scan === undefined || header == null || scan.headerProblem !== null) return;
+  const mismatch: string[] = [];
+  if (header.id !== entry.sessionId) mismatch.push(`its header is for session ${header.id}, the entry's is ${entry.sessionId}`);
+  if (typeof header.sessionKey === 'string' && header.sessionKey !== key) mismatch.push(`its header names ${header.sessionKey}`);
+  if (mismatch.length === 0) return;
+  doc.problem({ kind: 'invalid-header', file: scan.file, line: scan.headerLine ?? 1, sessionKey: key, message: `${key} names this transcript but ${mismatch.join(' and ')}`, repairable: false });
+}
+
+/** A new transcript for an entry that has none: header + a `custom` doctor note, one append. */
+function recreateTranscript(doc: StoreCheck, key: string, judged: SessionEntry, file: string): Promise<RepairOutcome> {
+  return doc.withTranscript(file, key, async (handle) => {
+    const entry = (await readSessionStore(doc.location.storePath))[key];
+    if (entry === undefined || entry.sessionId !== judged.sessionId) {
+      throw new SwitchboardError('SESSION_BUSY', `the entry of ${key} changed meanwhile; run doctor again`);
+    }
+    const stats = await statOrNull(file);
+    if (stats !== null && stats.size > 0) return { action: 'nothing to do: it exists now', changes: [] };
+    const reason = stats === null ? 'missing' : 'empty';
+    await appendEntries(
+      file,
+      [
+        {
+          type: 'custom',
+          customType: 'doctor',
+          data: { text: `the transcript of this session was ${reason}; switchboard doctor --repair started it again`, reason: `transcript-${reason}` },
+        },
+      ],
+      { session: { sessionId: entry.sessionId, sessionKey: key, agentId: doc.location.agentId }, clock: doc.ctx.clock, handle },
+    );
+    return { action: 'started again with a header and a doctor note', changes: [{ action: 'created', file, sessionKey: key }] };
+  });
+}

@@ -1,0 +1,181 @@
+// Reading a transcript the way doctor needs it: line by line with line numbers and exact bytes
+// (readTranscript decodes lines and does not number them; a repair must copy records byte for
+// byte and name the lines it drops), plus the chunked writer a repair copies records with.
+
+import { constants as fsConstants } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { errnoOf } from '../../core/index.js';
+import { describeSchemaErrors, schemaValidator } from '../../config/index.js';
+import { THREAD_INFIX, TRANSCRIPT_SUFFIX, openRegularFile, type TranscriptHeader } from '../../store/index.js';
+
+/** Line numbers listed per problem; `count` has the total. */
+const MAX_LINES_LISTED = 20;
+/** Longer lines are kept by a repair without being parsed (and reported as unverifiable). */
+const MAX_PARSE_BYTES = 256 * 1024 * 1024;
+const READ_CHUNK_BYTES = 1024 * 1024;
+const WRITE_CHUNK_BYTES = 1024 * 1024;
+const NEWLINE = 0x0a;
+
+export interface TranscriptScan {
+  file: string;
+  name: string;
+  size: number;
+  mtimeMs: number;
+  /** The first record, when it is a header (valid or not). */
+  header: TranscriptHeader | null;
+  headerLine: number | null;
+  /** Why the header is not right; null when it is. */
+  headerProblem: string | null;
+  /** Lines that parse as records (the header included). */
+  records: number;
+  malformed: { count: number; lines: number[] };
+  torn: { line: number; bytes: number } | null;
+  invalid: { count: number; lines: number[]; first: string | null };
+  /** Set when a repair moved the file aside. */
+  removed?: boolean;
+}
+
+/**
+ * Streams a transcript line by line, keeping every line's exact bytes (readTranscript decodes
+ * lines and does not number them; a repair must copy records byte for byte and name the lines it
+ * drops). `keep` receives every line that parses as a record. Null when the file is gone.
+ */
+export async function scanTranscript(file: string, keep?: (line: Buffer) => Promise<void>): Promise<TranscriptScan | null> {
+  let fh: FileHandle;
+  try {
+    fh = await openRegularFile(file, fsConstants.O_RDONLY); // a name swapped for a link or FIFO since the listing: refused
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw err;
+  }
+  const headerValidator = schemaValidator('transcript-header');
+  const entryValidator = schemaValidator('transcript-entry');
+  try {
+    const stats = await fh.stat();
+    const name = path.basename(file);
+    const scan: TranscriptScan = {
+      file,
+      name,
+      size: stats.size,
+      mtimeMs: stats.mtimeMs,
+      header: null,
+      headerLine: null,
+      headerProblem: null,
+      records: 0,
+      malformed: { count: 0, lines: [] },
+      torn: null,
+      invalid: { count: 0, lines: [], first: null },
+    };
+    let sawRecord = false;
+    for await (const { number, bytes, terminated } of splitLines(fh)) {
+      if (bytes.length > MAX_PARSE_BYTES) {
+        // Too long to judge: kept (never drop what might be a record), reported as unverifiable.
+        scan.records += 1;
+        if (!sawRecord) scan.headerProblem = `line ${number}: the first record is too long to check`;
+        sawRecord = true;
+        addLine(scan.invalid, number);
+        scan.invalid.first ??= `line ${number}: too long to check (${bytes.length} bytes)`;
+        if (keep) await keep(bytes);
+        continue;
+      }
+      const text = bytes.toString('utf8');
+      if (text.trim() === '') continue;
+      const record = parseRecordText(text);
+      if (record === null) {
+        if (terminated) addLine(scan.malformed, number);
+        else scan.torn = { line: number, bytes: bytes.length };
+        continue;
+      }
+      scan.records += 1;
+      if (keep) await keep(bytes);
+      if (!sawRecord) {
+        sawRecord = true;
+        if (record.type === 'session') {
+          scan.header = record as unknown as TranscriptHeader;
+          scan.headerLine = number;
+          scan.headerProblem = headerProblemOf(record, name, headerValidator);
+          continue;
+        }
+        scan.headerLine = number;
+        scan.headerProblem = `line ${number}: the first record is a "${String(record.type)}" entry, not the session header`;
+      }
+      if (!entryValidator(record)) {
+        addLine(scan.invalid, number);
+        scan.invalid.first ??= `line ${number}: ${describeSchemaErrors(entryValidator.errors)[0] ?? 'invalid'}`;
+      }
+    }
+    return scan;
+  } finally {
+    await fh.close();
+  }
+}
+
+function headerProblemOf(record: Record<string, unknown>, fileName: string, validate: ReturnType<typeof schemaValidator>): string | null {
+  if (!validate(record)) return `the header does not match transcript-header.schema.json: ${describeSchemaErrors(validate.errors).slice(0, 3).join('; ')}`;
+  const id = String(record.id);
+  const matches = fileName === `${id}${TRANSCRIPT_SUFFIX}` || (fileName.startsWith(`${id}${THREAD_INFIX}`) && fileName.endsWith(TRANSCRIPT_SUFFIX));
+  return matches ? null : `the header is for session ${id}, which does not match the file name`;
+}
+
+/** What transcript readers count as a record: a JSON object with a string `type`. */
+function parseRecordText(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text.trim());
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+    return typeof (value as { type?: unknown }).type === 'string' ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+function addLine(list: { count: number; lines: number[] }, line: number): void {
+  list.count += 1;
+  if (list.lines.length < MAX_LINES_LISTED) list.lines.push(line);
+}
+
+/** Lines as exact bytes without their `\n`; the last one may be unterminated (a torn tail). */
+async function* splitLines(fh: FileHandle): AsyncGenerator<{ number: number; bytes: Buffer; terminated: boolean }> {
+  let pending: Buffer[] = [];
+  let number = 0;
+  for await (const chunk of fh.createReadStream({ highWaterMark: READ_CHUNK_BYTES, autoClose: false }) as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let newline = chunk.indexOf(NEWLINE, start); newline !== -1; newline = chunk.indexOf(NEWLINE, start)) {
+      pending.push(chunk.subarray(start, newline));
+      number += 1;
+      yield { number, bytes: Buffer.concat(pending), terminated: true };
+      pending = [];
+      start = newline + 1;
+    }
+    if (start < chunk.length) pending.push(Buffer.from(chunk.subarray(start)));
+  }
+  if (pending.length > 0) yield { number: number + 1, bytes: Buffer.concat(pending), terminated: false };
+}
+
+/** Gathers record lines and writes them in large chunks. */
+export class ChunkedWriter {
+  private parts: Buffer[] = [];
+  private size = 0;
+  private static readonly NEWLINE_BYTES = Buffer.from('\n');
+
+  constructor(private readonly fh: FileHandle) {}
+
+  async line(bytes: Buffer): Promise<void> {
+    this.parts.push(bytes, ChunkedWriter.NEWLINE_BYTES);
+    this.size += bytes.length + 1;
+    if (this.size >= WRITE_CHUNK_BYTES) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.parts.length === 0) return;
+    const data = Buffer.concat(this.parts);
+    this.parts = [];
+    this.size = 0;
+    let offset = 0;
+    while (offset < data.length) {
+      const { bytesWritten } = await this.fh.write(data, offset, data.length - offset);
+      if (bytesWritten <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
+      offset += bytesWritten;
+    }
+  }
+}

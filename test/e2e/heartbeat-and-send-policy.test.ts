@@ -1,0 +1,81 @@
+// Two promises today's other tests did not check (issue 13, "Must show"), through the real binary:
+// a heartbeat or system message that finds a session stale never rotates it (store.md: only
+// real user messages are interactions; `maintain` applies due resets without a message), and
+// `session.sendPolicy.default: "deny"` holds for what a runner replies.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { eventsOf, ingestAll, queueEnv, readStore, transcriptOf, type QueueEnv } from '../fixtures/queue-lib.js';
+
+const KEY = 'agent:main:direct:9';
+const DM = { channel: 'telegram', peer: 'direct:9', sender: { id: '9', name: 'Nine' } };
+const ECHO = { agents: { defaults: { runner: { command: 'builtin:echo' } } } };
+
+async function at(env: QueueEnv, when: string, message: Record<string, unknown>): Promise<any> {
+  const r = await ingestAll(env, [message], ['--now', when]);
+  assert.equal(r.code, 0, r.stderr);
+  const [result] = eventsOf(r.events, 'result');
+  return { result, events: r.events };
+}
+
+describe('a heartbeat or system message never rotates a stale session', () => {
+  const policies: [string, Record<string, unknown>, string, string, string][] = [
+    // [name, reset policy, first message, stale probe time, reason]
+    ['idle', { mode: 'idle', idleMinutes: 30 }, '2026-11-30T10:00:00Z', '2026-11-30T11:00:00Z', 'idle'],
+    ['daily', { mode: 'daily', atHour: 4, timezone: 'UTC' }, '2026-11-30T10:00:00Z', '2026-12-01T05:00:00Z', 'daily'],
+  ];
+  for (const runner of [false, true]) {
+    for (const [name, reset, first, stale, reason] of policies) {
+      test(`${name} policy, ${runner ? 'with a runner' : 'record only'}: the heartbeat and the system event stay in the old instance; the next user message rotates it`, async () => {
+        const env = queueEnv({ session: { dmScope: 'per-peer', reset }, ...(runner ? ECHO : {}) });
+        const opened = (await at(env, first, { ...DM, text: 'hello' })).result;
+        const before = readStore(env)[KEY];
+        for (const kind of ['heartbeat', 'system']) {
+          const { result } = await at(env, stale, { ...DM, kind, text: `${kind} ping` });
+          assert.equal(result.sessionId, opened.sessionId, `${kind} stays in the instance it found`);
+          assert.equal(result.reset, null, `${kind} reports no reset`);
+        }
+        const entry = readStore(env)[KEY];
+        assert.equal(entry.sessionId, opened.sessionId);
+        assert.equal(entry.sessionStartedAt, before.sessionStartedAt);
+        assert.equal(entry.lastInteractionAt, Date.parse(first), 'never an interaction');
+        assert.ok(!transcriptOf(env, KEY).some((r) => r.type === 'reset_notice'), 'no reset notice in the transcript');
+        // The session was stale all along: the next real message finds it so.
+        const { result } = await at(env, stale, { ...DM, text: 'back again' });
+        assert.deepEqual(result.reset, { reason, previousSessionId: opened.sessionId });
+      });
+    }
+  }
+});
+
+describe('sendPolicy holds on run delivery', () => {
+  test('default "deny": the runner\'s reply is recorded, marked undelivered, reported denied, never mirrored as delivered', async () => {
+    const env = queueEnv({ session: { dmScope: 'per-peer', sendPolicy: { rules: [], default: 'deny' } }, ...ECHO });
+    const r = await ingestAll(env, [{ ...DM, text: 'hello' }]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(eventsOf(r.events, 'reply').map((e) => [e.text, e.delivered, e.policy]), [['echo: hello', false, { decision: 'deny', rule: null }]]);
+    const records = transcriptOf(env, KEY).filter((record) => record.type === 'message' && record.message.role === 'assistant');
+    assert.deepEqual(records.map((record) => [record.message.content[0].text, record.message.delivered, record.message.model ?? null]), [['echo: hello', false, null]]);
+  });
+
+  test('a rule for the channel the reply goes out on: a linked session\'s Slack reply is allowed, its Telegram reply falls to default "deny"', async () => {
+    const env = queueEnv({
+      session: {
+        dmScope: 'per-peer',
+        identityLinks: { nine: ['telegram:9', 'slack:U9'] },
+        sendPolicy: { rules: [{ action: 'allow', match: { channel: 'slack' } }], default: 'deny' },
+      },
+      ...ECHO,
+    });
+    const events: any[] = [];
+    for (const message of [{ ...DM, text: 'on telegram' }, { ...DM, channel: 'slack', peer: 'direct:U9', text: 'on slack' }]) {
+      const r = await ingestAll(env, [message]);
+      assert.equal(r.code, 0, r.stderr);
+      events.push(...r.events);
+    }
+    assert.deepEqual(eventsOf(events, 'reply').map((e) => [e.text, e.deliveryContext.channel, e.delivered, e.policy]), [
+      ['echo: on telegram', 'telegram', false, { decision: 'deny', rule: null }],
+      ['echo: on slack', 'slack', true, { decision: 'allow', rule: 0 }],
+    ]);
+  });
+});
