@@ -30,14 +30,16 @@ export function timeCommand(argv, options = {}) {
   return ms;
 }
 
-/** Runs a command with `input` on stdin, returning wall ms and stdout size. */
-export function timePipe(argv, input, options = {}) {
+/** Runs a command with `input` on stdin, returning wall ms and stdout size (and stdout itself with `collect`). */
+export function timePipe(argv, input, { collect = false, ...options } = {}) {
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
     const child = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'], ...options });
     let bytes = 0;
     let lines = 0;
+    const chunks = [];
     child.stdout.on('data', (chunk) => {
+      if (collect) chunks.push(chunk);
       bytes += chunk.length;
       for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines++;
     });
@@ -45,7 +47,7 @@ export function timePipe(argv, input, options = {}) {
     child.on('close', (code) => {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       if (code !== 0 && code !== 65) reject(new Error(`${argv.join(' ')} exited ${code}`));
-      else resolve({ ms, bytes, lines, code });
+      else resolve({ ms, bytes, lines, code, ...(collect ? { output: Buffer.concat(chunks).toString('utf8') } : {}) });
     });
     child.stdin.end(input);
   });

@@ -18,9 +18,18 @@ function rng(seed) {
   };
 }
 
-export function makeConfig(bindingCount, seed = 1) {
+/**
+ * The P1 config: 16 agents and `bindingCount` bindings over 4 channels. `generation` picks the
+ * roster's shape: `list` (agents.list, agent-0 marked default: true) or `entries` (OpenClaw
+ * 2026.9.6's agents.entries under explicit ownership, agent-0 as system agent); same routes either way.
+ */
+export function makeConfig(bindingCount, seed = 1, generation = 'list') {
   const rand = rng(seed);
-  const agents = Array.from({ length: 16 }, (_, i) => ({ id: `agent-${i}`, ...(i === 0 ? { default: true } : {}) }));
+  const agentIds = Array.from({ length: 16 }, (_, i) => `agent-${i}`);
+  const agents =
+    generation === 'entries'
+      ? { ownership: 'explicit', defaults: { systemAgent: { agentId: agentIds[0] } }, entries: Object.fromEntries(agentIds.map((id) => [id, {}])) }
+      : { list: agentIds.map((id, i) => ({ id, ...(i === 0 ? { default: true } : {}) })) };
   const bindings = [];
   for (let i = 0; i < bindingCount; i++) {
     const channel = CHANNELS[i % 4];
@@ -34,7 +43,7 @@ export function makeConfig(bindingCount, seed = 1) {
     else match = { channel, accountId };
     bindings.push({ agentId, match });
   }
-  return { agents: { list: agents }, bindings, session: { dmScope: 'per-channel-peer', identityLinks: { alice: ['telegram:peer-3', 'slack:U9'] } } };
+  return { agents, bindings, session: { dmScope: 'per-channel-peer', identityLinks: { alice: ['telegram:peer-3', 'slack:U9'] } } };
 }
 
 /** Inputs that hit every tier: known peers, guilds, teams, unknown peers, default fallbacks. */

@@ -2,12 +2,10 @@
 // config / routing table loaded once on first use.
 
 import type { Command } from 'commander';
-import { clockFrom, type Clock } from '../core/index.js';
+import { clockFrom, resolveStateDir, type Clock } from '../core/index.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
-import { keepCapsOnWrite, type EngineContext } from '../engine/index.js';
-import { displayTimeZone, validateResetConfig } from '../policy/index.js';
-import { resolveStateDir } from '../store/index.js';
+import type { EngineContext } from '../engine/index.js';
 import { painterFor, type Painter, type Streams } from './output.js';
 
 export interface GlobalOptions {
@@ -58,8 +56,11 @@ export class CliContext {
   async engine(): Promise<EngineContext> {
     const loaded = await this.config();
     const table = await this.routingTable();
+    // Policy and engine are loaded with the commands that use them (route resolve needs neither).
+    const { displayTimeZone, validateResetConfig } = await import('../policy/index.js');
     validateResetConfig(loaded.config.session);
     displayTimeZone(loaded.config);
+    const { keepCapsOnWrite } = await import('../engine/index.js');
     const engine: EngineContext = { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
     keepCapsOnWrite(engine); // enforce mode: every store write keeps maxEntries/pruneAfter
     return engine;

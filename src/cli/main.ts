@@ -5,17 +5,48 @@ import { Command, CommanderError, Option } from 'commander';
 import { SwitchboardError } from '../core/index.js';
 import { CliContext } from './context.js';
 import { guardOutput, outputError, processStreams, reportError, type Streams } from './output.js';
-import { registerRouteCommands } from './route.js';
-import { registerConfigCommands } from './config.js';
-import { registerIngestCommands } from './ingest.js';
-import { registerLockCommands } from './locks.js';
-import { registerMaintainCommand } from './cleanup-and-maintain.js';
-import { registerDoctorCommand } from './doctor.js';
-import { registerServeCommand } from './serve.js';
-import { registerQueueCommands } from './queue.js';
-import { registerSessionCommands } from './sessions.js';
-import { registerTopCommand } from './top/command.js';
 import { allCommands, registerCompletionCommand, registerHelpCommand, suggestSubcommands } from './help.js';
+
+type Registration = (program: Command, hooks: ProgramHooks) => void;
+
+/**
+ * Every command group, in help order, with the top-level names it adds. Each is imported only
+ * when needed: a run of `route resolve` loads routing and config, not the store, the runner, the
+ * server or ink (cold start is a measured target, P2 in quality.md).
+ */
+const COMMAND_GROUPS: readonly { names: readonly string[]; load: () => Promise<Registration> }[] = [
+  { names: ['ingest', 'send'], load: async () => (await import('./ingest.js')).registerIngestCommands },
+  { names: ['serve'], load: async () => (await import('./serve.js')).registerServeCommand },
+  { names: ['route'], load: async () => (await import('./route.js')).registerRouteCommands },
+  { names: ['sessions', 'reset'], load: async () => (await import('./sessions.js')).registerSessionCommands },
+  { names: ['locks'], load: async () => (await import('./locks.js')).registerLockCommands },
+  { names: ['queue'], load: async () => (await import('./queue.js')).registerQueueCommands },
+  { names: ['maintain'], load: async () => (await import('./cleanup-and-maintain.js')).registerMaintainCommand },
+  { names: ['doctor'], load: async () => (await import('./doctor.js')).registerDoctorCommand },
+  { names: ['config'], load: async () => (await import('./config.js')).registerConfigCommands },
+  { names: ['top'], load: async () => (await import('./top/command.js')).registerTopCommand },
+];
+
+/** Global options that take a value (skipped when looking for the command word). */
+const VALUE_OPTIONS = new Set(['--state-dir', '--config', '--now']);
+
+/**
+ * The group `argv` runs, or undefined when it needs them all: no command word (`--help`, `-V`),
+ * `help` and `completion` (which walk every command), or a word no group has (its "did you mean"
+ * compares it with every command).
+ */
+function groupOf(argv: readonly string[]): (typeof COMMAND_GROUPS)[number] | undefined {
+  for (let i = 2; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') return undefined;
+    if (arg.startsWith('-')) {
+      if (VALUE_OPTIONS.has(arg)) i++;
+      continue;
+    }
+    return COMMAND_GROUPS.find((group) => group.names.includes(arg));
+  }
+  return undefined;
+}
 
 export const VERSION = '0.1.0';
 
@@ -28,7 +59,8 @@ export interface ProgramHooks {
   action<A extends unknown[]>(fn: Action<A>): (...args: unknown[]) => Promise<void>;
 }
 
-export function buildProgram(streams: Streams, setExitCode: (code: number) => void, json = false): Command {
+/** The program with every command, or (given the process's argv) only the group that argv runs. */
+export async function buildProgram(streams: Streams, setExitCode: (code: number) => void, json = false, argv?: readonly string[]): Promise<Command> {
   const program = new Command('switchboard')
     .description('Stable, explainable addresses for every inbound message of a personal AI assistant.')
     .version(VERSION, '-V, --version', 'print the version')
@@ -77,18 +109,13 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
         setExitCode(code ?? 0);
       },
   };
-  registerIngestCommands(program, hooks);
-  registerServeCommand(program, hooks);
-  registerRouteCommands(program, hooks);
-  registerSessionCommands(program, hooks);
-  registerLockCommands(program, hooks);
-  registerQueueCommands(program, hooks);
-  registerMaintainCommand(program, hooks);
-  registerDoctorCommand(program, hooks);
-  registerConfigCommands(program, hooks);
-  registerTopCommand(program, hooks);
-  registerCompletionCommand(program, hooks);
-  registerHelpCommand(program, hooks);
+  const only = argv === undefined ? undefined : groupOf(argv);
+  const registrations = await Promise.all((only ? [only] : COMMAND_GROUPS).map((group) => group.load()));
+  for (const register of registrations) register(program, hooks);
+  if (!only) {
+    registerCompletionCommand(program, hooks);
+    registerHelpCommand(program, hooks);
+  }
   for (const command of allCommands(program)) command.exitOverride();
   suggestSubcommands(program);
   return program;
@@ -103,14 +130,15 @@ export async function main(argv: string[], streams: Streams = processStreams()):
   let exitCode = 0;
   guardOutput(streams.stdout);
   guardOutput(streams.stderr);
-  const program = buildProgram(
-    streams,
-    (code) => {
-      exitCode = code;
-    },
-    wantsJson(argv),
-  );
   try {
+    const program = await buildProgram(
+      streams,
+      (code) => {
+        exitCode = code;
+      },
+      wantsJson(argv),
+      argv,
+    );
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {

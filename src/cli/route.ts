@@ -2,9 +2,9 @@
 // NDJSON inputs to route objects; explain prints the tier-by-tier trace as a tree or JSON.
 
 import type { Command } from 'commander';
-import { SwitchboardError, describeLineError, isSwitchboardError, jsonDepthExceeds, readNdjson, toSwitchboardError } from '../core/index.js';
-import { explainFully, explanationJson, type InstanceAndTime } from '../engine/index.js';
-import { normalizeRouteInput, resolveRoute, type RouteExplanation, type RouteInput, type TraceTier } from '../routing/index.js';
+import { SwitchboardError, describeLineError, isSwitchboardError, jsonDepthExceeds, mayNestDeeperThan, readNdjson, toSwitchboardError } from '../core/index.js';
+import type { InstanceAndTime } from '../engine/index.js';
+import { normalizeRouteInput, resolveRoute, routeJson, type RouteExplanation, type RouteInput, type TraceTier } from '../routing/index.js';
 import { displayTimeZone } from '../policy/index.js';
 import type { CliContext } from './context.js';
 import { formatTime } from './format.js';
@@ -91,8 +91,8 @@ async function runBatch(ctx: CliContext): Promise<number> {
             throw new SwitchboardError('BAD_INPUT', `not JSON: ${(err as Error).message}`);
           }
           // Error messages quote bad values: one nested thousands of levels deep would overflow the stack.
-          if (jsonDepthExceeds(parsed)) throw new SwitchboardError('BAD_INPUT', describeLineError('too-deep', 0));
-          result = JSON.stringify(resolveRoute(table, normalizeRouteInput(parsed)).route);
+          if (mayNestDeeperThan(item.text) && jsonDepthExceeds(parsed)) throw new SwitchboardError('BAD_INPUT', describeLineError('too-deep', 0));
+          result = routeJson(resolveRoute(table, normalizeRouteInput(parsed)).route);
         } catch (err) {
           const error = toSwitchboardError(err);
           result = JSON.stringify({ error: { code: error.code, message: `line ${item.line}: ${error.message}`, line: item.line } });
@@ -110,6 +110,8 @@ async function runBatch(ctx: CliContext): Promise<number> {
 
 async function runExplain(ctx: CliContext): Promise<number> {
   const input = normalizeRouteInput(routeInputFromFlags(routeFlags(ctx)));
+  // The engine (store, sessions, queue settings) only for explain: resolve needs the routing table alone.
+  const { explainFully, explanationJson } = await import('../engine/index.js');
   let full: Awaited<ReturnType<typeof explainFully>>;
   try {
     full = await explainFully(await ctx.engine(), input);

@@ -5,5 +5,6 @@ export * from './errors.js';
 export * from './clock.js';
 export * from './ids.js';
 export * from './ndjson.js';
+export * from './state-dir.js';
 export { inPool } from './pool.js';
 export { packageRoot } from './package-root.js';

@@ -66,6 +66,8 @@ export class LineSplitter {
   private oversized = false;
   private lineNumber = 0;
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+  /** For a run of whole lines decoded at once: each line's BOM is dropped by hand, as `decoder` drops it per line. */
+  private readonly runDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
   constructor(private readonly maxLineBytes = MAX_LINE_BYTES) {}
 
@@ -75,6 +77,18 @@ export class LineSplitter {
     // from when a busy writer got round to planning it.
     const receivedAt = Date.now();
     let start = 0;
+    if (this.pendingBytes > 0 || this.oversized) {
+      const nl = chunk.indexOf(NEWLINE);
+      if (nl < 0) {
+        this.take(chunk);
+        return out;
+      }
+      this.take(chunk.subarray(0, nl));
+      out.push(this.finishLine(receivedAt));
+      start = nl + 1;
+    }
+    const last = chunk.lastIndexOf(NEWLINE);
+    if (last >= start) start = this.pushWholeLines(chunk, start, last, receivedAt, out);
     for (;;) {
       const nl = chunk.indexOf(NEWLINE, start);
       if (nl < 0) break;
@@ -84,6 +98,32 @@ export class LineSplitter {
     }
     if (start < chunk.length) this.take(chunk.subarray(start));
     return out;
+  }
+
+  /**
+   * The lines of chunk[start, last) (all complete) with one decode instead of one per line, which
+   * is most of the cost of reading short lines. Only when no line in the run can pass the cap; a
+   * run holding invalid UTF-8 is left to the line-by-line path (returns `start` unchanged), so every
+   * line gets the same answer either way (a newline byte never sits inside a UTF-8 sequence).
+   */
+  private pushWholeLines(chunk: Buffer, start: number, last: number, receivedAt: number, out: NdjsonLine[]): number {
+    if (last - start > this.maxLineBytes) return start;
+    let text: string;
+    try {
+      text = this.runDecoder.decode(chunk.subarray(start, last));
+    } catch {
+      return start;
+    }
+    for (let from = 0; ; ) {
+      const nl = text.indexOf('\n', from);
+      let line = nl < 0 ? text.slice(from) : text.slice(from, nl);
+      if (line.charCodeAt(0) === 0xfeff) line = line.slice(1);
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      out.push({ line: ++this.lineNumber, text: line, receivedAt });
+      if (nl < 0) break;
+      from = nl + 1;
+    }
+    return last + 1;
   }
 
   /** The last line when input does not end with a newline. */
@@ -142,6 +182,14 @@ export function describeLineError(error: LineError, bytes: number, maxLineBytes 
   if (error === 'too-long') return `line is ${bytes} bytes, over the ${maxLineBytes}-byte cap`;
   if (error === 'too-deep') return `line nests objects/arrays deeper than ${MAX_JSON_DEPTH} levels`;
   return 'line is not valid UTF-8';
+}
+
+/**
+ * Whether a JSON text is long enough to nest deeper than `maxDepth`: each level takes an opening
+ * and a closing bracket, so a shorter text needs no jsonDepthExceeds walk after parsing.
+ */
+export function mayNestDeeperThan(text: string, maxDepth = MAX_JSON_DEPTH): boolean {
+  return text.length > 2 * maxDepth;
 }
 
 /**

@@ -117,7 +117,10 @@ export function tokenCountsOf(entry: SessionEntry): Pick<SessionRow, 'inputToken
 export async function listSessions(ctx: EngineContext, selection: StoreSelection & { activeMinutes?: number; limit?: number } = {}): Promise<SessionListing> {
   const stores = selectStores(ctx, selection);
   const now = ctx.clock.now();
-  const rows: (SessionRow & { file: string | null })[] = [];
+  // Per row, what its transcript's path is built from; only rows that survive --limit get a path,
+  // a kind and a size (10 000 sessions: the per-row path checks and stats were most of the time).
+  const sources = new Map<SessionRow, { location: StoreLocation; entry: SessionEntry }>();
+  const rows: SessionRow[] = [];
   for (const location of stores) {
     const store = await readSessionStore(location.storePath);
     const incognito = isInMemory(location.storePath);
@@ -126,11 +129,11 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
       const problem = sessionEntryProblem(entry, location.sessionsDir);
       const updatedAt = typeof entry.updatedAt === 'number' && Number.isFinite(entry.updatedAt) ? entry.updatedAt : 0;
       if (selection.activeMinutes !== undefined && now - updatedAt > selection.activeMinutes * 60_000) continue;
-      rows.push({
+      const row: SessionRow = {
         agentId: location.agentId,
         key,
         sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : String(entry.sessionId),
-        kind: kindOf(key),
+        kind: '',
         chatType: typeof entry.chatType === 'string' ? entry.chatType : null,
         updatedAt,
         ageMs: Math.max(0, now - updatedAt),
@@ -141,20 +144,25 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
         pinned: entry.pinned === true,
         transcriptBytes: null,
         incognito,
-        file: problem === null ? transcriptFileOf(location, entry, key) : null,
-        ...(problem === null ? {} : { problem: problem.reason }),
-      });
+      };
+      if (problem === null) sources.set(row, { location, entry });
+      else row.problem = problem.reason;
+      rows.push(row);
     }
   }
   rows.sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : 1));
   const limited = selection.limit !== undefined ? rows.slice(0, selection.limit) : rows;
-  for (const row of limited) row.transcriptBytes = row.file === null ? null : storedFileSizeSync(row.file);
+  for (const row of limited) {
+    row.kind = kindOf(row.key);
+    const source = sources.get(row);
+    if (source !== undefined) row.transcriptBytes = storedFileSizeSync(transcriptFileOf(source.location, source.entry, row.key));
+  }
   return {
     // Files only: a server's incognito rows carry their marker instead of a store path.
     stores: stores.filter((s) => !isInMemory(s.storePath)).map((s) => ({ agentId: s.agentId, path: s.storePath })),
     count: limited.length,
     total: rows.length,
-    sessions: limited.map(({ file: _file, ...row }) => row),
+    sessions: limited,
   };
 }
 

@@ -89,20 +89,28 @@ const TIERS: readonly TierRule[] = [
 ];
 
 /**
- * Why a binding fails the constraints that are not encoded in the index (guild, team, roles),
- * or undefined when all of them hold. Shared by the fast path and explain.
+ * Which constraint not encoded in the index (guild, team, roles) a binding fails, or undefined
+ * when all of them hold. Shared by the fast path and explain (which words it: constraintRejection).
  */
-function constraintRejection(binding: CompiledBinding, input: RouteInput): string | undefined {
-  if (binding.guildId !== undefined && binding.guildId !== input.guildId) {
-    return input.guildId ? `guild ${binding.guildId} ≠ ${input.guildId}` : `needs guild ${binding.guildId}, input has none`;
-  }
-  if (binding.teamId !== undefined && binding.teamId !== input.teamId) {
-    return input.teamId ? `team ${binding.teamId} ≠ ${input.teamId}` : `needs team ${binding.teamId}, input has none`;
-  }
-  if (binding.roles.length > 0 && !binding.roles.some((role) => input.memberRoleIds.includes(role))) {
-    return `role missing (needs any of ${binding.roles.map((role) => JSON.stringify(role)).join(', ')})`;
-  }
+function failedConstraint(binding: CompiledBinding, input: RouteInput): 'guild' | 'team' | 'roles' | undefined {
+  if (binding.guildId !== undefined && binding.guildId !== input.guildId) return 'guild';
+  if (binding.teamId !== undefined && binding.teamId !== input.teamId) return 'team';
+  if (binding.roles.length > 0 && !binding.roles.some((role) => input.memberRoleIds.includes(role))) return 'roles';
   return undefined;
+}
+
+/** Why a binding fails those constraints, in words, or undefined when all of them hold. */
+function constraintRejection(binding: CompiledBinding, input: RouteInput): string | undefined {
+  switch (failedConstraint(binding, input)) {
+    case 'guild':
+      return input.guildId ? `guild ${binding.guildId} ≠ ${input.guildId}` : `needs guild ${binding.guildId}, input has none`;
+    case 'team':
+      return input.teamId ? `team ${binding.teamId} ≠ ${input.teamId}` : `needs team ${binding.teamId}, input has none`;
+    case 'roles':
+      return `role missing (needs any of ${binding.roles.map((role) => JSON.stringify(role)).join(', ')})`;
+    default:
+      return undefined;
+  }
 }
 
 export interface AgentSelection {
@@ -112,7 +120,7 @@ export interface AgentSelection {
 
 function firstPassing(list: CompiledBinding[] | undefined, input: RouteInput): CompiledBinding | undefined {
   if (!list) return undefined;
-  for (const binding of list) if (constraintRejection(binding, input) === undefined) return binding;
+  for (const binding of list) if (failedConstraint(binding, input) === undefined) return binding;
   return undefined;
 }
 

@@ -2,17 +2,17 @@
 // and archives. Ids from outside never leave their folder: each name goes through resolveInside().
 
 import { mkdir } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { SwitchboardError, normalizeAgentId } from '../core/index.js';
+import { SwitchboardError, expandHome, normalizeAgentId, previewValue as preview, resolveStateDir, type StateDirOptions } from '../core/index.js';
+
+// Where the state dir is lives in core (the CLI needs it before it loads the store); part of store's face.
+export { DEFAULT_STATE_DIR_NAME, STATE_DIR_ENV, expandHome, resolveStateDir, type StateDirOptions } from '../core/index.js';
 
 /** Folders the store creates are private to the user… */
 export const DIR_MODE = 0o700;
 /** …and so are the files it writes. */
 export const FILE_MODE = 0o600;
 
-export const STATE_DIR_ENV = 'SWITCHBOARD_STATE_DIR';
-export const DEFAULT_STATE_DIR_NAME = '.switchboard';
 export const SESSIONS_FILE_NAME = 'sessions.json';
 export const TRANSCRIPT_SUFFIX = '.jsonl';
 export const THREAD_INFIX = '-topic-';
@@ -25,14 +25,6 @@ const MAX_FILE_NAME_BYTES = 255;
 
 export type ArchiveReason = 'reset' | 'deleted';
 const ARCHIVE_REASONS: readonly ArchiveReason[] = ['reset', 'deleted'];
-
-export interface StateDirOptions {
-  /** Value of `--state-dir`, if given. */
-  stateDir?: string;
-  env?: NodeJS.ProcessEnv;
-  /** Defaults to os.homedir(); injectable so tests never touch the real home. */
-  homeDir?: string;
-}
 
 export interface StoreLocationOptions {
   /** `session.store` from the config: a sessions.json path that may contain `{agentId}`. */
@@ -51,19 +43,6 @@ export interface StoreLocation {
 
 function badInput(message: string, details: Record<string, unknown>): SwitchboardError {
   return new SwitchboardError('BAD_INPUT', message, { details });
-}
-
-/** Shortens attacker-sized values before they go into messages and details. */
-function preview(value: string): string {
-  const printable = value.replace(/\0/g, '\\0');
-  return printable.length > 80 ? `${printable.slice(0, 77)}...` : printable;
-}
-
-/** `~` and `~/x` become the home dir; nothing else is touched (no `~user`). */
-export function expandHome(value: string, homeDir: string = os.homedir()): string {
-  if (value === '~') return homeDir;
-  if (value.startsWith('~/') || value.startsWith(`~${path.sep}`)) return path.join(homeDir, value.slice(2));
-  return value;
 }
 
 /**
@@ -95,22 +74,6 @@ export function resolveInside(dir: string, name: string): string {
     throw badInput(`file name "${preview(name)}" would leave ${base}`, { dir: base, name: preview(name) });
   }
   return resolved;
-}
-
-/** The state dir from `--state-dir`, else $SWITCHBOARD_STATE_DIR, else ~/.switchboard (absolute). */
-export function resolveStateDir(options: StateDirOptions = {}): string {
-  const env = options.env ?? process.env;
-  const homeDir = options.homeDir ?? os.homedir();
-  const chosen =
-    options.stateDir !== undefined && options.stateDir !== ''
-      ? options.stateDir
-      : env[STATE_DIR_ENV] !== undefined && env[STATE_DIR_ENV] !== ''
-        ? env[STATE_DIR_ENV]
-        : path.join(homeDir, DEFAULT_STATE_DIR_NAME);
-  if (chosen.includes('\0')) {
-    throw badInput('state dir contains a NUL byte', { stateDir: preview(chosen) });
-  }
-  return path.resolve(expandHome(chosen, homeDir));
 }
 
 /** Creates a folder (and missing parents) private to the user; existing folders are left as they are. */

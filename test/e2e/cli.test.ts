@@ -54,7 +54,7 @@ describe('cli contract', () => {
 
   test('every command has help with an example', async () => {
     // Walk the real program so that a command added later cannot skip this check.
-    const program = buildProgram(processStreams(), () => undefined);
+    const program = await buildProgram(processStreams(), () => undefined);
     const commands: string[][] = [[]];
     const walk = (command: Command, prefix: string[]) => {
       for (const sub of command.commands) {

@@ -11,7 +11,7 @@ import { buildProgram } from '../../src/cli/main.js';
 import { processStreams } from '../../src/cli/output.js';
 import { runCli, tempDir } from '../helpers.js';
 
-const program = buildProgram(processStreams(), () => undefined);
+const program = await buildProgram(processStreams(), () => undefined);
 const groups = program.commands.filter((command) => command.commands.length > 0 && command.name() !== 'help');
 const leaves: string[][] = [];
 const walk = (command: Command, prefix: string[]) => {
