@@ -5,7 +5,6 @@ import type { Command } from 'commander';
 import { SwitchboardError, describeLineError, isSwitchboardError, jsonDepthExceeds, mayNestDeeperThan, readNdjson, toSwitchboardError } from '../core/index.js';
 import type { InstanceAndTime } from '../engine/index.js';
 import { normalizeRouteInput, resolveRoute, routeJson, type RouteExplanation, type RouteInput, type TraceTier } from '../routing/index.js';
-import { displayTimeZone } from '../policy/index.js';
 import type { CliContext } from './context.js';
 import { formatTime } from './format.js';
 import type { ProgramHooks } from './main.js';
@@ -129,6 +128,7 @@ async function runExplain(ctx: CliContext): Promise<number> {
     writeJsonLine(ctx.streams.stdout, explanationJson(input, full));
     return 0;
   }
+  const { displayTimeZone } = await import('../policy/index.js');
   const timeZone = displayTimeZone((await ctx.config()).config);
   ctx.streams.stdout.write(renderExplanation(full.explanation, input, full, full.warnings, await ctx.painter(), timeZone));
   return 0;
