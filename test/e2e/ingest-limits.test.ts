@@ -78,7 +78,7 @@ function rawRequest(socketPath: string, line: string): Promise<any> {
   });
 }
 
-describe('deep nesting is a bad line, not an internal error', { timeout: 60_000 }, () => {
+describe('deep nesting is a bad line, not an internal error', { timeout: 180_000 }, () => {
   test(`ingest FILE: lines nested ${DEPTH} levels are BAD_MESSAGE (exit 65), naming the line; the others are recorded`, async () => {
     const state = tempDir();
     const file = path.join(state, 'deep.ndjson');
@@ -120,7 +120,7 @@ describe('deep nesting is a bad line, not an internal error', { timeout: 60_000 
   });
 });
 
-describe('batches are bounded in bytes', { timeout: 60_000 }, () => {
+describe('batches are bounded in bytes', { timeout: 180_000 }, () => {
   const LINES = 40;
   /** Just under the 1 MiB per-line cap once wrapped in its message. */
   const TEXT_CHARS = 1_000_000;
