@@ -7,6 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SwitchboardError } from '../src/core/index.js';
+import jsonlModule from 'jsonl-parse-stringify';
+
+// A CommonJS module whose class is its `default` export.
+const JSONL = jsonlModule.default;
 
 /** The repository root (tests run from dist/test/...). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -61,11 +65,12 @@ export function runCli(args: string[], options: RunOptions = {}): Promise<CliRes
   });
 }
 
+/**
+ * Every JSON line of a command's whole output (the JSONL library the design card names; our own
+ * NDJSON reader is for streams, where each bad line must be named by its number).
+ */
 export function jsonLines(text: string): any[] {
-  return text
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line));
+  return JSONL.parse(text);
 }
 
 export function writeJson(file: string, value: unknown): string {
