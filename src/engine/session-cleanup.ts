@@ -32,6 +32,7 @@ import {
   withLock,
   type LockOptions,
   type SessionEntry,
+  type SessionStore,
   type StoreFileSystem,
   type StoreLocation,
 } from '../store/index.js';
@@ -220,6 +221,8 @@ export interface BuiltSnapshot {
 
 export interface SnapshotOptions {
   busyKeys?: BusyKeysProvider;
+  /** The store as it stands (the write path's upkeep, under the store lock); read from disk when absent. */
+  store?: SessionStore;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -248,7 +251,7 @@ function modelOf(entry: SessionEntry): string | null {
  * what exists, how big it is, which transcripts are locked and which files nobody references.
  */
 export async function buildMaintenanceSnapshot(location: StoreLocation, options: SnapshotOptions = {}): Promise<BuiltSnapshot> {
-  const store = await readSessionStore(location.storePath);
+  const store = options.store ?? (await readSessionStore(location.storePath));
   const storeFileName = path.basename(location.storePath);
   let dirents: Dirent[] = [];
   try {
@@ -498,7 +501,7 @@ export async function fsyncFolder(dir: string): Promise<void> {
 }
 
 /** Deletes one file; a file already gone counts as done. Returns whether it was there. */
-async function unlinkIfPresent(file: string): Promise<boolean> {
+export async function unlinkIfPresent(file: string): Promise<boolean> {
   try {
     await fsp.unlink(file);
     return true;
@@ -571,7 +574,7 @@ export async function applyCleanupPlan(
 }
 
 /** When a file whose name says it is an archive or a doctor copy was made; null for any other name. */
-function archivedAtOf(name: string): number | null {
+export function archivedAtOf(name: string): number | null {
   return parseArchiveName(name)?.archivedAt ?? parseKeptCopyName(name)?.keptAt ?? null;
 }
 

@@ -33,6 +33,24 @@ function ingestThroughSocket(state: string, socketPath: string, lines: string[])
   });
 }
 
+function bigMessage(peer: number, bytes: number): string {
+  return JSON.stringify({ channel: 'telegram', peer: { kind: 'direct', id: String(peer) }, sender: { id: String(peer) }, text: `${peer}:`.padEnd(bytes, 'x'), messageId: `m-${peer}` });
+}
+
+/**
+ * The bytes the disk budget counts: every file of the sessions folder but the store's own files
+ * and the transcripts of the protected sessions (`exclude`).
+ */
+function budgetBytesOf(state: string, exclude: readonly string[]): number {
+  const dir = sessionsDirOf(state);
+  let total = 0;
+  for (const dirent of fs.readdirSync(dir, { withFileTypes: true })) {
+    if (!dirent.isFile() || dirent.name.startsWith('sessions.json') || exclude.includes(dirent.name)) continue;
+    total += fs.statSync(path.join(dir, dirent.name)).size;
+  }
+  return total;
+}
+
 function storeOf(state: string): Record<string, { pinned?: boolean; sessionFile?: string }> {
   return JSON.parse(fs.readFileSync(path.join(state, 'agents', 'main', 'sessions', 'sessions.json'), 'utf8'));
 }
@@ -118,6 +136,60 @@ describe('maintenance without cron', () => {
     assert.ok(!fs.existsSync(transcript));
     assert.ok(fs.readdirSync(sessionsDirOf(state)).some((name) => name.startsWith(`${path.basename(transcript)}.deleted.`)), 'archived, not deleted');
     await server.stop();
+  });
+
+  test('a serve with a small maxDiskBytes in enforce mode and no cron keeps the disk budget as the store is written: under maxDiskBytes after every batch, down to highWaterBytes, the pinned session kept', async () => {
+    const state = tempDir();
+    const maxDiskBytes = 40_000;
+    const highWaterBytes = 30_000;
+    const config = writeJson(path.join(state, 'config.json'), {
+      session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxDiskBytes, highWaterBytes, maintainEvery: false } },
+    });
+    const server = await startServe(state, ['--config', config]);
+    const first = await ingestThroughSocket(state, server.socketPath, [message(0)]);
+    assert.equal(first.code, 0, first.stderr);
+    const pinned = await runCli(['sessions', 'pin', 'agent:main:direct:0', '--state-dir', state, '--config', config]);
+    assert.equal(pinned.code, 0, pinned.stderr);
+    // The protected session alone grows bigger than the budget: it is never removed, and not counted.
+    const grown = await ingestThroughSocket(state, server.socketPath, [bigMessage(0, 50_000).replace('"m-0"', '"m-0b"')]);
+    assert.equal(grown.code, 0, grown.stderr);
+    const pinnedFile = storeOf(state)['agent:main:direct:0']!.sessionFile!;
+
+    for (let start = 1; start <= 60; start += 5) {
+      const fed = await ingestThroughSocket(state, server.socketPath, Array.from({ length: 5 }, (_, i) => bigMessage(start + i, 2_000)));
+      assert.equal(fed.code, 0, fed.stderr);
+      const bytes = budgetBytesOf(state, [pinnedFile]);
+      assert.ok(bytes <= maxDiskBytes, `after sessions ${start}..${start + 4}: ${bytes} bytes > maxDiskBytes ${maxDiskBytes}`);
+    }
+    // 12 kB more passes maxDiskBytes from anywhere at or under it: that write brings the folder down to high water.
+    const last = await ingestThroughSocket(state, server.socketPath, [bigMessage(100, 12_000)]);
+    assert.equal(last.code, 0, last.stderr);
+    const bytes = budgetBytesOf(state, [pinnedFile]);
+    assert.ok(bytes <= highWaterBytes, `${bytes} bytes > highWaterBytes ${highWaterBytes}`);
+
+    const store = storeOf(state);
+    assert.equal(store['agent:main:direct:0']?.pinned, true, 'the pinned session is kept');
+    assert.ok(fs.existsSync(path.join(sessionsDirOf(state), pinnedFile)), 'with its transcript');
+    assert.ok(store['agent:main:direct:100'] !== undefined, 'the newest session is kept');
+    assert.equal(store['agent:main:direct:1'], undefined, 'the oldest unprotected session was evicted');
+    assert.ok(Object.keys(store).length < 62, 'sessions were evicted');
+    // Every entry left names a transcript that is there: the budget removed whole sessions.
+    for (const [key, entry] of Object.entries(store)) assert.ok(fs.existsSync(path.join(sessionsDirOf(state), entry.sessionFile!)), `${key}: transcript kept`);
+    await server.stop();
+  });
+
+  test('a plain `ingest` in enforce mode keeps the disk budget too (each process measures the folder once, then estimates)', async () => {
+    const state = tempDir();
+    const maxDiskBytes = 30_000;
+    const config = writeJson(path.join(state, 'config.json'), { session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxDiskBytes, maintainEvery: false } } });
+    for (let start = 0; start < 40; start += 10) {
+      const lines = Array.from({ length: 10 }, (_, i) => bigMessage(start + i, 2_000));
+      const fed = await runCli(['ingest', '--state-dir', state, '--config', config], { input: `${lines.join('\n')}\n` });
+      assert.equal(fed.code, 0, fed.stderr);
+      const bytes = budgetBytesOf(state, []);
+      assert.ok(bytes <= maxDiskBytes, `after sessions ${start}..${start + 9}: ${bytes} bytes > maxDiskBytes ${maxDiskBytes}`);
+    }
+    assert.ok(storeOf(state)['agent:main:direct:39'] !== undefined, 'the newest session is kept');
   });
 
   test('in warn mode the store write removes nothing (the cap is only reported)', async () => {
