@@ -62,7 +62,7 @@ export class CliContext {
     displayTimeZone(loaded.config);
     const { keepCapsOnWrite } = await import('../engine/index.js');
     const engine: EngineContext = { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
-    keepCapsOnWrite(engine); // enforce mode: every store write keeps maxEntries/pruneAfter
+    keepCapsOnWrite(engine); // enforce mode: every store write keeps maxEntries/pruneAfter/the disk budget
     return engine;
   }
 
