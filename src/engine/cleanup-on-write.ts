@@ -54,17 +54,23 @@ const MAX_PLAN_ROUNDS = 3;
 /**
  * How often, per store and process, the disk estimate is measured again by a scan even when it
  * says the budget is kept (it cannot see what other processes write). An estimate that passes
- * maxDiskBytes asks for a scan sooner — unless the last such scan found the budget kept (the
- * estimate also counts protected sessions' growth, which the budget does not): then it waits too.
+ * maxDiskBytes asks for a scan sooner.
  */
 const BUDGET_MEASURE_INTERVAL_MS = 60_000;
+/**
+ * After an early scan that found the budget kept (the estimate had drifted: a session locked by
+ * another process grew, or a file counted before is protected now), the next early scan waits for
+ * this share of maxDiskBytes (or a quarter of the hysteresis, if more) beyond it: wasted scans
+ * then follow bytes written, never the number of writes.
+ */
+const FALSE_ALARM_SLACK = 0.05;
 
 /** The running estimate of one store's removable bytes (what the disk budget counts). */
 interface DiskEstimate {
   bytes: number;
   measuredAt: number;
-  /** The last scan asked for by the estimate found nothing over budget: no early scan until the interval. */
-  falseAlarm: boolean;
+  /** The estimate above which a write asks for a scan before the interval is over. */
+  scanAbove: number;
   /** Transcript name → bytes when last seen. */
   sizes: Map<string, number>;
   /** Entry key → updatedAt when last seen: a changed one is a session the batch touched. */
@@ -105,7 +111,7 @@ function upkeepFor(
     const now = ctx.clock.now();
     // agentId is not needed by the rules below; the folder is the store's.
     const location: StoreLocation = { agentId: '', storePath, sessionsDir: path.dirname(storePath) };
-    const measureDue = settings.maxDiskBytes !== null && (await budgetMeasureDue(location, store, estimates.get(storePath), settings.maxDiskBytes, now));
+    const measureDue = settings.maxDiskBytes !== null && (await budgetMeasureDue(location, store, estimates.get(storePath), now));
     const overCap = settings.maxEntries !== null && countOver(store, settings.maxEntries);
     const scanDue = settings.pruneAfterMs !== null && !(now - (lastPruneScan.get(storePath) ?? Number.NEGATIVE_INFINITY) < PRUNE_SCAN_INTERVAL_MS);
     if (!overCap && !scanDue && !measureDue) return null;
@@ -115,7 +121,8 @@ function upkeepFor(
     const previous = estimates.get(storePath);
     const earlyScan = previous !== undefined && now - previous.measuredAt < BUDGET_MEASURE_INTERVAL_MS;
     const built = await buildMaintenanceSnapshot(location, { store, busyKeys: async () => busyKeysIn(store) });
-    const estimate: DiskEstimate = { bytes: 0, measuredAt: now, falseAlarm: false, sizes: new Map(), seen: new Map() };
+    const maxDiskBytes = settings.maxDiskBytes!;
+    const estimate: DiskEstimate = { bytes: 0, measuredAt: now, scanAbove: maxDiskBytes, sizes: new Map(), seen: new Map() };
     for (const entry of built.snapshot.entries) {
       estimate.seen.set(entry.key, store[entry.key]?.updatedAt);
       if (entry.transcript.name !== null) estimate.sizes.set(entry.transcript.name, entry.transcript.bytes);
@@ -123,7 +130,10 @@ function upkeepFor(
     const finish = await removeOverCaps(ctx, settings, location, store, now, built.snapshot, (plan) => {
       const budget = plan.diskBudget;
       estimate.bytes = budget === null ? 0 : budget.totalBytesAfter;
-      estimate.falseAlarm = earlyScan && budget !== null && !budget.overBudget;
+      if (earlyScan && budget !== null && !budget.overBudget) {
+        const slack = Math.max(Math.floor(maxDiskBytes * FALSE_ALARM_SLACK), Math.floor((maxDiskBytes - (settings.highWaterBytes ?? maxDiskBytes)) / 4), 1);
+        estimate.scanAbove = maxDiskBytes + slack;
+      }
     });
     estimates.set(storePath, estimate);
     return finish;
@@ -136,7 +146,7 @@ function upkeepFor(
  * planned). The pass over the entries is in memory only, cheaper than the serialization every
  * write does anyway.
  */
-async function budgetMeasureDue(location: StoreLocation, store: SessionStore, estimate: DiskEstimate | undefined, maxDiskBytes: number, now: number): Promise<boolean> {
+async function budgetMeasureDue(location: StoreLocation, store: SessionStore, estimate: DiskEstimate | undefined, now: number): Promise<boolean> {
   if (estimate === undefined || !(now - estimate.measuredAt < BUDGET_MEASURE_INTERVAL_MS)) return true;
   for (const key in store) {
     if (!Object.hasOwn(store, key)) continue;
@@ -151,7 +161,7 @@ async function budgetMeasureDue(location: StoreLocation, store: SessionStore, es
     estimate.bytes += bytes - (estimate.sizes.get(name) ?? 0);
     estimate.sizes.set(name, bytes);
   }
-  return estimate.bytes > maxDiskBytes && !estimate.falseAlarm;
+  return estimate.bytes > estimate.scanAbove;
 }
 
 /** Whether the store has more than `max` entries (stops counting there). */

@@ -178,6 +178,33 @@ describe('maintenance without cron', () => {
     await server.stop();
   });
 
+  test('the disk budget on write never evicts a session whose write lock is held (a run writing): the next oldest goes instead', async () => {
+    const state = tempDir();
+    const maxDiskBytes = 20_000;
+    const config = writeJson(path.join(state, 'config.json'), { session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxDiskBytes, maintainEvery: false } } });
+    const server = await startServe(state, ['--config', config]);
+    const first = await ingestThroughSocket(state, server.socketPath, [bigMessage(1, 2_000)]);
+    assert.equal(first.code, 0, first.stderr);
+    const transcript = path.join(sessionsDirOf(state), storeOf(state)['agent:main:direct:1']!.sessionFile!);
+    const holder = spawn(process.execPath, [HOLDER, JSON.stringify({ target: transcript, behaviour: 'hold', sessionKey: 'agent:main:direct:1', runId: 'long-run' })], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve) => holder.stdout.on('data', (d: Buffer) => d.toString().includes('held') && resolve()));
+      for (let peer = 2; peer <= 30; peer += 1) {
+        const fed = await ingestThroughSocket(state, server.socketPath, [bigMessage(peer, 2_000)]);
+        assert.equal(fed.code, 0, fed.stderr);
+        assert.ok(storeOf(state)['agent:main:direct:1'] !== undefined, `after session ${peer}: the locked (oldest) session is still there`);
+      }
+      assert.ok(fs.existsSync(transcript), 'its transcript was not moved under the holder');
+      assert.equal(storeOf(state)['agent:main:direct:2'], undefined, `the next oldest was evicted instead: ${Object.keys(storeOf(state)).join(' ')} / ${fs.readdirSync(sessionsDirOf(state)).join(' ')}`);
+      const bytes = budgetBytesOf(state, [path.basename(transcript)]);
+      assert.ok(bytes <= maxDiskBytes, `${bytes} bytes > maxDiskBytes ${maxDiskBytes}`);
+    } finally {
+      holder.stdin.end('release\n');
+      await new Promise((resolve) => holder.on('exit', resolve));
+    }
+    await server.stop();
+  });
+
   test('a plain `ingest` in enforce mode keeps the disk budget too (each process measures the folder once, then estimates)', async () => {
     const state = tempDir();
     const maxDiskBytes = 30_000;
