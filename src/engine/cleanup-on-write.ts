@@ -71,6 +71,8 @@ interface DiskEstimate {
   measuredAt: number;
   /** The estimate above which a write asks for a scan before the interval is over. */
   scanAbove: number;
+  /** False until the scan succeeded: a failed one leaves nothing to grow (the next is due in a minute). */
+  measured: boolean;
   /** Transcript name → bytes when last seen. */
   sizes: Map<string, number>;
   /** Entry key → updatedAt when last seen: a changed one is a session the batch touched. */
@@ -120,9 +122,12 @@ function upkeepFor(
     // One scan measures the folder and plans entry caps and budget together, as `sessions cleanup` does.
     const previous = estimates.get(storePath);
     const earlyScan = previous !== undefined && now - previous.measuredAt < BUDGET_MEASURE_INTERVAL_MS;
-    const built = await buildMaintenanceSnapshot(location, { store, busyKeys: async () => busyKeysIn(store) });
     const maxDiskBytes = settings.maxDiskBytes!;
-    const estimate: DiskEstimate = { bytes: 0, measuredAt: now, scanAbove: maxDiskBytes, sizes: new Map(), seen: new Map() };
+    const estimate: DiskEstimate = { bytes: 0, measuredAt: now, scanAbove: maxDiskBytes, measured: false, sizes: new Map(), seen: new Map() };
+    // In place before the scan: a scan that fails (upkeep is best effort) is tried again in a minute, not on every write.
+    estimates.set(storePath, estimate);
+    const built = await buildMaintenanceSnapshot(location, { store, busyKeys: async () => busyKeysIn(store) });
+    estimate.measured = true;
     for (const entry of built.snapshot.entries) {
       estimate.seen.set(entry.key, store[entry.key]?.updatedAt);
       if (entry.transcript.name !== null) estimate.sizes.set(entry.transcript.name, entry.transcript.bytes);
@@ -135,7 +140,6 @@ function upkeepFor(
         estimate.scanAbove = maxDiskBytes + slack;
       }
     });
-    estimates.set(storePath, estimate);
     return finish;
   };
 }
@@ -148,6 +152,7 @@ function upkeepFor(
  */
 async function budgetMeasureDue(location: StoreLocation, store: SessionStore, estimate: DiskEstimate | undefined, now: number): Promise<boolean> {
   if (estimate === undefined || !(now - estimate.measuredAt < BUDGET_MEASURE_INTERVAL_MS)) return true;
+  if (!estimate.measured) return false;
   for (const key in store) {
     if (!Object.hasOwn(store, key)) continue;
     const entry = store[key]!;
