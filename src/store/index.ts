@@ -6,6 +6,8 @@ export * from './session-entry.js';
 export * from './sessions-store.js';
 export * from './archive.js';
 export * from './lock.js';
+export { DEFAULT_STALE_MS, mayTakeOver, readLockOwner, type LockInfo, type LockOwnerInfo, type LockOwnerRecord, type TakeoverPolicy } from './lock-owner.js';
+export * from './lock-admin.js';
 export * from './transcript.js';
 export * from './transcript-follow.js';
 export { readTranscriptHead } from './transcript-head.js';
