@@ -133,3 +133,4 @@ export async function benchSocket() {
   rows.push(`ratio serve ÷ baseline: median latency ${ratio((r) => median(r.latencies))}×, throughput ${ratio((r) => 1 / r.seconds)}×`);
   record(`Case 24: ${CLIENTS} socket clients × ${PER_CLIENT} ingest requests (two rounds)`, rows);
 }
+if (import.meta.url === `file://${process.argv[1]}`) await benchSocket();

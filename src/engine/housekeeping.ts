@@ -31,16 +31,8 @@ import {
 } from '../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { handOffQueue, rotateInstance, turnBeforeReset, type BeforeResetReport } from './sessions.js';
-import {
-  buildMaintenanceSnapshot,
-  cleanupSettingsFor,
-  cleanupStore,
-  removeEntries,
-  transcriptNameOf,
-  type BusyKeysProvider,
-  type CleanupProgress,
-  type CleanupStoreResult,
-} from './session-cleanup.js';
+import { buildMaintenanceSnapshot, removeEntries, transcriptNameOf, type BusyKeysProvider, type CleanupProgress } from './session-cleanup.js';
+import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
 
 const RESET_CONCURRENCY = 8;
 

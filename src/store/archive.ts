@@ -5,7 +5,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
 import { archivePathFor, parseArchiveName, resolveInside, type ArchiveReason } from './paths.js';
-import { fileSystemFor, type StoreFileSystem } from './sessions-store.js';
+import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
 
 export interface ArchiveFileOptions {
   fs?: StoreFileSystem;

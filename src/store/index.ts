@@ -3,9 +3,14 @@
 
 export * from './paths.js';
 export * from './session-entry.js';
+export * from './store-fs.js';
+export { parseSessionStore, readSessionStore, serializeSessionStore, type ReadSessionStoreOptions } from './sessions-store-read.js';
 export * from './sessions-store.js';
+export type { StorePin } from './sessions-store-replace.js';
 export * from './archive.js';
 export * from './lock.js';
+export { DEFAULT_STALE_MS, mayTakeOver, readLockOwner, type LockInfo, type LockOwnerInfo, type LockOwnerRecord, type TakeoverPolicy } from './lock-owner.js';
+export * from './lock-admin.js';
 export * from './transcript.js';
 export * from './transcript-follow.js';
 export { readTranscriptHead } from './transcript-head.js';

@@ -7,7 +7,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import type { FileIdentity, StoreFileSystem } from './sessions-store.js';
+import type { FileIdentity, StoreFileSystem } from './store-fs.js';
 
 interface MemoryFile {
   data: Buffer;

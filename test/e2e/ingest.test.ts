@@ -307,3 +307,28 @@ describe('concurrency and locks', () => {
     assert.deepEqual(texts, ['open', 'while busy']);
   });
 });
+
+describe('input sources', () => {
+  test('stdin redirected from a file (`ingest < file`) is read like a pipe; a FILE argument and `-` too', async () => {
+    const state = tempDir();
+    const file = path.join(state, 'in.ndjson');
+    fs.writeFileSync(file, `${line({ channel: 'x', peer: 'direct:a', text: 'one' })}\n${line({ channel: 'x', peer: 'direct:a', text: 'two' })}\n`);
+    // Node gives a process whose stdin is a regular file an fs.ReadStream, as for a FILE argument.
+    const redirected = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const fd = fs.openSync(file, 'r');
+      const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin', 'switchboard'), 'ingest', '--state-dir', state], { stdio: [fd, 'pipe', 'pipe'] });
+      fs.closeSync(fd);
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    assert.equal(redirected.code, 0, redirected.stderr);
+    assert.deepEqual(jsonLines(redirected.stdout).map((e) => e.disposition), ['recorded', 'recorded']);
+    const asArgument = await runCli(['ingest', file, '--state-dir', state]);
+    assert.equal(asArgument.code, 0, asArgument.stderr);
+    assert.deepEqual(jsonLines(asArgument.stdout).map((e) => e.disposition), ['recorded', 'recorded'], 'no messageId: recorded again');
+  });
+});

@@ -1,0 +1,364 @@
+// Lock owner records and the judgement of a lock found on disk: writing, reading and parsing
+// `<target>.lock/owner.json`, the holder's liveness, mayTakeOver(), and the verified removal of a
+// lock through a tombstone. lock.ts (acquire, withLock), lock-held.ts (a holding) and
+// lock-admin.ts (`switchboard locks`) build on this module; it imports none of them.
+//
+// On-disk layout of one lock:
+//   <target>.lock/             proper-lockfile's mkdir lock; its mtime is refreshed while held
+//   <target>.lock/owner.json   the owner record, written by the holder right after the mkdir
+//
+// Why the owner record lives INSIDE the lock directory, although proper-lockfile removes locks
+// with rmdir (which fails with ENOTEMPTY on a non-empty directory):
+//  * the record's lifetime is exactly the lock's. A sibling file would survive a crash and make a
+//    reader pair a fresh lock with the previous holder's record; inside, one atomic rename moves
+//    the lock and its record together.
+//  * a non-empty lock cannot be rmdir-ed by accident. proper-lockfile's own "stale → rmdir → mkdir"
+//    path is racy (a waiter can remove a lock another waiter has just taken); once the record is
+//    written that rmdir fails, so only our verified paths ever remove a lock:
+//      - release (removeLockIfOwned below): the holder renames its directory to a unique tombstone,
+//        checks the tombstone carries its own lockId (otherwise puts it back) and deletes it.
+//        proper-lockfile is only told to stop refreshing (unlock with an fs whose rmdir does nothing).
+//      - takeover (clearLock below): a waiter that may take the lock over (see "Takeover policies"
+//        below) renames it to a tombstone, checks it moved the very lock it
+//        judged (same lockId; for stale, mtime still old), deletes it and competes for a fresh
+//        mkdir. The old holder finds out through its own max-hold clock (assertHeld), through
+//        verifyHeld() (reads owner.json: writers call it right before writing), or through
+//        proper-lockfile's refresh (ECOMPROMISED, within staleMs / 2).
+//      - exit (lock-held.ts): an 'exit' hook removes this process's records and directories
+//        synchronously.
+//        (On a signal death proper-lockfile's own exit hook cannot rmdir the non-empty directory;
+//        the lock then goes stale within staleMs and is taken over like a crashed holder's.)
+//  * a directory without owner.json is a holder between mkdir and writing its record, or one that
+//    crashed there; it is judged by mtime only (an empty stale one proper-lockfile removes itself).
+//
+// Takeover policies (LockOptions.takeover, recorded in owner.json; a waiter applies the stricter of
+// its own and the holder's, like it applies the larger staleMs):
+//  * 'stale' (session write locks, the default): taken over when the holder is known dead (at
+//    once), stale (mtime older than staleMs, the larger of the waiter's and the holder's: the
+//    holder crashed or froze) or over-held (acquiredAt + maxHoldMs passed). A frozen holder can resume after the takeover, so writers
+//    fence: verifyHeld() right before and right after a write.
+//  * 'dead' (the sessions.json registry lock): never taken from a LIVE holder on this host. A
+//    stopped (SIGSTOP) or busy process is alive and may resume in the middle of its replace, after
+//    its last check — a takeover would let it rename a stale copy over the new holder's acked
+//    entries. So a waiter waits and, at its acquire timeout, fails with STORE_BUSY naming the
+//    holder. Taken over at once when the holder is dead: no such pid, a zombie, or a pid reused by
+//    another process (its /proc start time differs from the one recorded). On another host
+//    liveness cannot be checked: there the lock is taken over when stale, as with 'stale' (a
+//    shared state dir across hosts gets the write fencing only, not this guarantee).
+//    The holder's own max-hold watchdog still gives the lock up, but never in the middle of a
+//    fenced write (LockHandle.fence): the release waits until the write has finished.
+//
+// Lock timing deliberately uses the real wall clock (core's systemClock), never an injected `--now`
+// clock: ages are compared with file mtimes and with other processes' records.
+
+import { randomBytes } from 'node:crypto';
+import { promises as fsp, readFileSync } from 'node:fs';
+import { hostname as osHostname } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { errnoOf, ioError, systemClock } from '../core/index.js';
+
+export const DEFAULT_STALE_MS = 10_000;
+export const OWNER_FILE = 'owner.json';
+export const LOCK_SUFFIX = '.lock';
+
+/** When a waiter may take a lock over from its holder; see "Takeover policies" above. */
+export type TakeoverPolicy = 'stale' | 'dead';
+
+/** What the caller tells us about itself, for `switchboard locks` and busy errors. */
+export interface LockOwnerInfo {
+  sessionKey?: string;
+  runId?: string;
+}
+
+/** The record stored in `<target>.lock/owner.json`. */
+export interface LockOwnerRecord {
+  /** 2 since processStartTicks and takeover were added (a version 1 record has neither). */
+  version: 1 | 2;
+  /** Unique per acquisition: tells this holding apart from any earlier or later one. */
+  lockId: string;
+  pid: number;
+  hostname: string;
+  /** Epoch ms at which the holding process started (for people; see processStartTicks). */
+  processStartTime: number;
+  /**
+   * Linux: the holder's start time as /proc/<pid>/stat field 22 (clock ticks since boot). Compared
+   * exactly with the live pid's, it tells a reused pid apart; absent where /proc is not available.
+   */
+  processStartTicks?: number;
+  /** The holder's takeover policy (absent in older records: 'stale'). */
+  takeover?: TakeoverPolicy;
+  acquiredAt: number;
+  maxHoldMs: number;
+  staleMs: number;
+  sessionKey?: string;
+  runId?: string;
+}
+
+/** One lock found on disk, as `switchboard locks` shows it. */
+export interface LockInfo {
+  lockPath: string;
+  targetPath: string;
+  owner: LockOwnerRecord | null;
+  mtimeMs: number;
+  /** Time since acquiredAt; null when the owner record is missing. */
+  ageMs: number | null;
+  /** mtime older than staleMs: the holder stopped refreshing (crashed or frozen). */
+  stale: boolean;
+  /** acquiredAt + maxHoldMs has passed: any waiter may take the lock over. */
+  overHeld: boolean;
+  /** Same host only: false when no process with that pid exists; null when unknown. */
+  holderAlive: boolean | null;
+  heldByThisProcess: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// This process: its identity in owner records, and the locks it holds
+
+export function isPositiveNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0;
+}
+
+export const now = (): number => systemClock.now();
+const PROCESS_START_TIME = Math.round(performance.timeOrigin);
+const HOSTNAME = osHostname();
+
+interface ProcStat {
+  state: string;
+  startTicks: number;
+}
+
+/** /proc/<pid>/stat's state (field 3) and start time (field 22); null where there is no /proc. */
+function readProcStat(pid: number | 'self'): ProcStat | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // field 2 (comm) is in parentheses and may itself hold spaces and parentheses
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const startTicks = Number(fields[19]);
+  return fields[0] !== undefined && Number.isSafeInteger(startTicks) ? { state: fields[0], startTicks } : null;
+}
+
+const PROCESS_START_TICKS = readProcStat('self')?.startTicks;
+
+/** A holding of this process as judging a lock sees it; lock-held.ts's HeldLock is the one kind. */
+export interface OwnHolding {
+  readonly lockPath: string;
+  readonly owner: LockOwnerRecord;
+  /** A lock on a memory-volume path: nothing of it is on disk. */
+  readonly inMemory: boolean;
+  /** releaseLock(--force) on a lock this very process holds. */
+  loseToOperator(): void;
+}
+
+/**
+ * Locks this process holds, by lock path (at most one holding per path thanks to lock.ts's turns).
+ * Kept here rather than next to HeldLock because judging a lock on disk asks whether we are its holder.
+ */
+export const heldLocks = new Map<string, OwnHolding>();
+
+/** A fresh record for a holding about to start; its lockId is unique to this acquisition. */
+export function ownerRecordFor(
+  settings: { takeover: TakeoverPolicy; maxHoldMs: number; staleMs: number },
+  ownerInfo: LockOwnerInfo,
+): LockOwnerRecord {
+  return {
+    version: 2,
+    lockId: `${process.pid}-${randomBytes(8).toString('hex')}`,
+    pid: process.pid,
+    hostname: HOSTNAME,
+    processStartTime: PROCESS_START_TIME,
+    ...(PROCESS_START_TICKS !== undefined ? { processStartTicks: PROCESS_START_TICKS } : {}),
+    ...(settings.takeover === 'dead' ? { takeover: 'dead' as const } : {}),
+    acquiredAt: now(),
+    maxHoldMs: settings.maxHoldMs,
+    staleMs: settings.staleMs,
+    ...(ownerInfo.sessionKey !== undefined ? { sessionKey: ownerInfo.sessionKey } : {}),
+    ...(ownerInfo.runId !== undefined ? { runId: ownerInfo.runId } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Owner records, inspection, removal
+
+export async function writeOwnerRecord(lockPath: string, owner: LockOwnerRecord): Promise<void> {
+  // Written in place (exclusive create in the directory we just made): a reader that catches it
+  // half-written gets an unparseable record, which is judged exactly like no record yet (by the
+  // directory's mtime), so a temp file + rename would buy nothing but one more directory operation.
+  await fsp.writeFile(path.join(lockPath, OWNER_FILE), `${JSON.stringify(owner)}\n`, { mode: 0o600, flag: 'wx' });
+}
+
+/** Deletes a tombstone: owner record + directory (two operations), or recursively if it holds more. */
+async function removeTombstone(tomb: string): Promise<void> {
+  try {
+    await fsp.unlink(path.join(tomb, OWNER_FILE)).catch((err: unknown) => {
+      if (errnoOf(err) !== 'ENOENT') throw err;
+    });
+    await fsp.rmdir(tomb);
+  } catch {
+    await fsp.rm(tomb, { recursive: true, force: true });
+  }
+}
+
+export function parseOwnerRecord(text: string): LockOwnerRecord | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== 'object' || value === null) return null;
+    const record = value as Partial<LockOwnerRecord>;
+    const numbers = [record.pid, record.acquiredAt, record.maxHoldMs];
+    if (typeof record.lockId !== 'string' || !numbers.every((n) => typeof n === 'number' && Number.isFinite(n))) return null;
+    return record as LockOwnerRecord;
+  } catch {
+    return null;
+  }
+}
+
+/** The owner record of a lock directory, or null when there is none (yet) or it is unreadable. */
+export async function readLockOwner(lockPath: string): Promise<LockOwnerRecord | null> {
+  try {
+    return parseOwnerRecord(await fsp.readFile(path.join(lockPath, OWNER_FILE), 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+export function describeHolding(lockPath: string, owner: LockOwnerRecord | null, mtimeMs: number, at: number, staleMs?: number): LockInfo {
+  // The larger of the observer's and the holder's threshold: a holder with a long staleMs only
+  // refreshes every staleMs / 2, and must not look dead to a waiter configured with a short one
+  // (proper-lockfile alone cannot tell; the owner record can).
+  const staleAfter = Math.max(staleMs ?? 0, isPositiveNumber(owner?.staleMs) ? owner.staleMs : 0) || DEFAULT_STALE_MS;
+  return {
+    lockPath,
+    targetPath: lockPath.endsWith(LOCK_SUFFIX) ? lockPath.slice(0, -LOCK_SUFFIX.length) : lockPath,
+    owner,
+    mtimeMs,
+    ageMs: owner === null ? null : Math.max(0, at - owner.acquiredAt),
+    stale: mtimeMs < at - staleAfter,
+    overHeld: owner !== null && at > owner.acquiredAt + owner.maxHoldMs,
+    holderAlive: owner === null ? null : isHolderAlive(owner),
+    heldByThisProcess: owner !== null && heldLocks.get(lockPath)?.owner.lockId === owner.lockId,
+  };
+}
+
+/** Reads one lock directory; null when it does not exist. staleMs: the observer's threshold. */
+export async function inspectLock(lockPath: string, staleMs?: number): Promise<LockInfo | null> {
+  let mtimeMs: number;
+  try {
+    mtimeMs = (await fsp.stat(lockPath)).mtimeMs;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw ioError(`could not inspect lock ${lockPath}`, err);
+  }
+  return describeHolding(lockPath, await readLockOwner(lockPath), mtimeMs, now(), staleMs);
+}
+
+function isHolderAlive(owner: LockOwnerRecord): boolean | null {
+  if (owner.hostname !== HOSTNAME) return null;
+  if (owner.pid === process.pid) return owner.processStartTime === PROCESS_START_TIME ? true : null;
+  try {
+    process.kill(owner.pid, 0);
+  } catch (err) {
+    if (errnoOf(err) !== 'EPERM') return false;
+  }
+  // The pid exists. It is the holder unless /proc proves otherwise: a zombie has exited (it can
+  // write nothing more), a different start time is another process that reused the pid. Without
+  // /proc or without a recorded start time, "alive" is the conservative reading.
+  const proc = readProcStat(owner.pid);
+  if (proc === null) return true;
+  if (proc.state === 'Z' || proc.state === 'X') return false;
+  if (typeof owner.processStartTicks === 'number' && owner.processStartTicks !== proc.startTicks) return false;
+  return true;
+}
+
+/**
+ * May a waiter with `policy` take over the lock it found? 'stale': stale or over-held. 'dead'
+ * (when either side asks for it): only a holder known to be dead; a holder on another host,
+ * whose liveness cannot be checked, when stale; a lock without a record (holder between mkdir
+ * and record) by its mtime.
+ */
+export function mayTakeOver(seen: LockInfo, policy: TakeoverPolicy): boolean {
+  const strict = policy === 'dead' || seen.owner?.takeover === 'dead';
+  // A holder known to be dead (no such pid, a zombie, a reused pid) writes nothing more: its
+  // lock is taken over at once, so a crash does not stall the session for staleMs.
+  if (!strict) return seen.stale || seen.overHeld || seen.holderAlive === false;
+  if (seen.owner === null) return seen.stale;
+  if (seen.holderAlive === false) return true;
+  if (seen.holderAlive === true) return false;
+  return seen.stale;
+}
+
+function tombstonePath(lockPath: string): string {
+  // no `.lock` suffix, so listLocks never reports a tombstone; same folder, so rename is atomic
+  return `${lockPath}-gone-${process.pid}-${randomBytes(6).toString('hex')}`;
+}
+
+/** Holder side: removes the lock directory only if it still carries our lockId. */
+export async function removeLockIfOwned(lockPath: string, lockId: string): Promise<void> {
+  if ((await readLockOwner(lockPath))?.lockId !== lockId) return; // taken over: not ours to touch
+  const tomb = tombstonePath(lockPath);
+  try {
+    await fsp.rename(lockPath, tomb);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return;
+    throw err;
+  }
+  if ((await readLockOwner(tomb))?.lockId !== lockId) {
+    await putBack(tomb, lockPath); // it changed hands between the read and the rename
+    return;
+  }
+  await removeTombstone(tomb);
+}
+
+/**
+ * Waiter / operator side: removes the lock judged in `seen` (stale, over-held or forced) if the
+ * directory we move away is still that lock. Returns whether the lock path is now free to try.
+ */
+export async function clearLock(lockPath: string, seen: LockInfo, staleMs: number | undefined): Promise<boolean> {
+  const tomb = tombstonePath(lockPath);
+  try {
+    await fsp.rename(lockPath, tomb);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT') return true; // someone else cleared it
+    throw ioError(`could not clear lock ${lockPath}`, err);
+  }
+  const moved = await inspectLock(tomb, staleMs);
+  const sameHolding = moved !== null && (moved.owner?.lockId ?? null) === (seen.owner?.lockId ?? null);
+  const stillJudgedTheSame = seen.stale && !seen.overHeld ? moved?.stale === true : true;
+  if (!sameHolding || !stillJudgedTheSame) {
+    await putBack(tomb, lockPath);
+    return false;
+  }
+  await removeTombstone(tomb);
+  return true;
+}
+
+/** Undo a rename that moved a lock we did not mean to. If a new lock already took the path, the
+ *  moved holder is the loser: its refresh/verify finds the lock gone and it stops writing. */
+async function putBack(tomb: string, lockPath: string): Promise<void> {
+  try {
+    await fsp.rename(tomb, lockPath);
+  } catch {
+    await fsp.rm(tomb, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Describing a holder (busy errors, `switchboard locks`)
+
+export function describeHolder(info: LockInfo | null): string {
+  const owner = info?.owner;
+  if (owner == null) return 'held by an unknown process (no owner record)';
+  const run = owner.runId !== undefined ? `, run ${owner.runId}` : '';
+  const session = owner.sessionKey !== undefined ? `, session ${owner.sessionKey}` : '';
+  return `held by pid ${owner.pid} on ${owner.hostname}${run}${session} for ${formatMs(info?.ageMs ?? 0)}`;
+}
+
+export function formatMs(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 120_000) return `${(ms / 1_000).toFixed(1)} s`;
+  return `${Math.round(ms / 60_000)} min`;
+}

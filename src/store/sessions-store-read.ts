@@ -1,0 +1,124 @@
+// Reading sessions.json strictly: the parser that never mistakes a damaged store for {} (empty,
+// truncated, NULs, not UTF-8, not an object of objects → STORE_CORRUPT), the serialiser, the
+// lock-free reader, and the STORE_CORRUPT / IO errors the whole store path reports.
+
+import path from 'node:path';
+import { SwitchboardError, errnoOf } from '../core/index.js';
+import type { SessionStore } from './session-entry.js';
+import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+const REPAIR_HINT =
+  'run `switchboard doctor --repair` to restore the last good copy (sessions.json.bak) or rebuild the entries from transcript headers';
+
+function storeCorrupt(storePath: string, reason: string, sizeBytes: number): SwitchboardError {
+  return new SwitchboardError('STORE_CORRUPT', `session store ${storePath} is damaged: ${reason}; it was left untouched`, {
+    hint: REPAIR_HINT,
+    details: { path: storePath, reason, sizeBytes },
+  });
+}
+
+function ioHint(errno: string | undefined): string {
+  switch (errno) {
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return 'the disk (or quota) is full: free some space and retry; the store was left as it was';
+    case 'EROFS':
+      return 'the file system is mounted read-only; the store was left as it was';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied: check the owner, mode and immutable flags of the store folder and files';
+    case 'EIO':
+      return 'the device reported an I/O error: check the disk; the store was left as it was';
+    default:
+      return 'the store was left as it was; retry once the cause is fixed';
+  }
+}
+
+export function ioError(err: unknown, action: string, filePath: string): SwitchboardError {
+  if (err instanceof SwitchboardError) return err;
+  const errno = (err as NodeJS.ErrnoException | undefined)?.code;
+  const reason = errno ?? (err instanceof Error ? err.message : String(err));
+  return new SwitchboardError('IO', `cannot ${action} ${filePath}: ${reason}`, {
+    cause: err,
+    hint: ioHint(errno),
+    details: { path: filePath, errno },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing and serialising
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+export interface ParsedStoreFile {
+  /** Decoded text, BOM stripped; compared with the next serialisation to skip identical writes. */
+  text: string;
+  store: SessionStore;
+}
+
+export function decodeAndParse(bytes: Uint8Array, storePath: string): ParsedStoreFile {
+  if (bytes.length === 0) throw storeCorrupt(storePath, 'the file is empty', 0);
+  if (bytes.includes(0)) throw storeCorrupt(storePath, 'the file contains NUL bytes', bytes.length);
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw storeCorrupt(storePath, 'the file is not valid UTF-8', bytes.length);
+  }
+  if (text.trim() === '') throw storeCorrupt(storePath, 'the file holds only whitespace', bytes.length);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw storeCorrupt(storePath, `the file is not JSON (${(err as Error).message})`, bytes.length);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw storeCorrupt(storePath, 'the top level is not a JSON object', bytes.length);
+  }
+  for (const [sessionKey, entry] of Object.entries(parsed)) {
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+      throw storeCorrupt(storePath, `entry "${sessionKey.slice(0, 200)}" is not an object`, bytes.length);
+    }
+  }
+  return { text, store: parsed as SessionStore };
+}
+
+/** Validates sessions.json bytes; anything but an object of objects is STORE_CORRUPT. */
+export function parseSessionStore(bytes: Uint8Array, storePath: string): SessionStore {
+  return decodeAndParse(bytes, storePath).store;
+}
+
+/** The on-disk form: 2-space JSON with a final newline. */
+export function serializeSessionStore(store: SessionStore): string {
+  return `${JSON.stringify(store, null, 2)}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readers
+
+export interface ReadSessionStoreOptions {
+  fs?: StoreFileSystem;
+}
+
+/** Raw bytes of the store, or null when it does not exist yet (a new store). */
+export async function readStoreBytes(fs: StoreFileSystem, storePath: string): Promise<Buffer | null> {
+  try {
+    return await fs.readFile(storePath);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw ioError(err, 'read', storePath);
+  }
+}
+
+/**
+ * Reads sessions.json for decisions. Missing → `{}` (a new store); empty, truncated, garbage,
+ * NULs or not an object → STORE_CORRUPT. No lock needed: writers only ever rename whole files.
+ */
+export async function readSessionStore(storePath: string, options: ReadSessionStoreOptions = {}): Promise<SessionStore> {
+  const absolutePath = path.resolve(storePath);
+  const bytes = await readStoreBytes(options.fs ?? fileSystemFor(absolutePath), absolutePath);
+  return bytes === null ? {} : decodeAndParse(bytes, absolutePath).store;
+}
