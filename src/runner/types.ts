@@ -1,6 +1,8 @@
 // The runner layer's vocabulary: the resolved runner spec, what a run starts from, the events a
 // run yields and the handle that controls it. Shared by external and built-in runners alike.
 
+import type { UsageReport } from '../policy/index.js';
+
 /** The built-in runners, run inside the switchboard process (no child). */
 export const BUILTIN_RUNNERS = ['builtin:echo', 'builtin:slow-echo'] as const;
 export type BuiltinRunnerName = (typeof BUILTIN_RUNNERS)[number];
@@ -96,14 +98,7 @@ export type RunEvent =
  * report wins. `totalTokens` is the context in use after the call, `contextTokens` the model's
  * context window; `inputTokens`/`outputTokens` the tokens of the run so far.
  */
-export interface RunUsage {
-  model?: string;
-  provider?: string;
-  inputTokens?: number;
-  outputTokens?: number;
-  totalTokens?: number;
-  contextTokens?: number;
-}
+export type RunUsage = UsageReport;
 
 export interface RunEndEvent {
   type: 'end';
