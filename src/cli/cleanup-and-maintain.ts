@@ -140,7 +140,7 @@ async function runCleanup(ctx: CliContext): Promise<number> {
     const plan = plans.get(result.storePath);
     const applied = result.applied === true;
     if (plan !== undefined && (!applied || result.actions.length > 0)) {
-      out.push(planTable(plan, applied ? new Set(result.actions.map((a) => a.key)) : null).trimEnd());
+      out.push((await planTable(plan, applied ? new Set(result.actions.map((a) => a.key)) : null)).trimEnd());
     }
     out.push(...summaryLines(result));
     out.push('');
@@ -159,14 +159,14 @@ function flagsOf(session: PlannedSession): string {
  * Every session with its action (dry run / warn: each change labelled "would …"), or only what
  * was done (applied).
  */
-function planTable(plan: CleanupPlan, onlyKeys: Set<string> | null): string {
+async function planTable(plan: CleanupPlan, onlyKeys: Set<string> | null): Promise<string> {
   const would = onlyKeys === null;
   const rows = plan.sessions
     .filter((s) => onlyKeys === null || onlyKeys.has(s.key))
     .sort((a, b) => (b.updatedAt ?? -Infinity) - (a.updatedAt ?? -Infinity) || (a.key < b.key ? -1 : 1))
     .map((s) => [would && s.action !== 'keep' ? `would ${s.action}` : s.action, s.key, formatAge(s.ageMs), s.model ?? '-', flagsOf(s)]);
   if (rows.length === 0) return 'no sessions\n';
-  return table(['Action', 'Key', 'Age', 'Model', 'Flags'], rows);
+  return await table(['Action', 'Key', 'Age', 'Model', 'Flags'], rows);
 }
 
 function summaryLines(s: CleanupStoreSummary): string[] {

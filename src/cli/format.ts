@@ -1,7 +1,6 @@
 // Small text formatters shared by the human-readable outputs: ages, times in the configured
 // zone, sizes, and tables padded by display width (a CJK character or an emoji takes two columns).
 
-import stringWidth from 'string-width';
 import { formatInstant } from '../policy/index.js';
 
 export function formatAge(ms: number | null | undefined): string {
@@ -20,18 +19,18 @@ export function formatTime(ms: number | null | undefined, timeZone?: string): st
   return ms === null || ms === undefined ? '-' : formatInstant(ms, timeZone);
 }
 
-/** Columns `text` takes on a terminal: wide East Asian characters and emoji count 2, combining marks 0. */
-export function displayWidth(text: string): number {
-  // Most cells are plain ASCII (keys, ages, ids): one column per character, no Unicode tables
-  // needed, which keeps a listing of every session fast.
-  return PRINTABLE_ASCII.test(text) ? text.length : stringWidth(text);
-}
-
+/** Most cells are plain ASCII (keys, ages, ids): one column per character, no Unicode tables needed. */
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
-/** `text` followed by spaces up to `width` columns (never cut). */
-export function padDisplay(text: string, width: number): string {
-  return text + ' '.repeat(Math.max(0, width - displayWidth(text)));
+/**
+ * Columns a text takes on a terminal: wide East Asian characters and emoji count 2, combining
+ * marks 0 (string-width). Its Unicode tables take longer to load than a whole `sessions --json`
+ * of ten thousand rows, so they are loaded only when a table has a cell that needs them.
+ */
+async function displayWidthFor(cells: string[]): Promise<(text: string) => number> {
+  if (cells.every((cell) => PRINTABLE_ASCII.test(cell))) return (text) => text.length;
+  const { default: stringWidth } = await import('string-width');
+  return (text) => (PRINTABLE_ASCII.test(text) ? text.length : stringWidth(text));
 }
 
 export function formatBytes(bytes: number | null | undefined): string {
@@ -42,11 +41,12 @@ export function formatBytes(bytes: number | null | undefined): string {
 }
 
 /** A left-aligned text table, columns lined up by display width; the last column is not padded. */
-export function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => rows.reduce((widest, r) => Math.max(widest, displayWidth(r[i] ?? '')), displayWidth(h)));
+export async function table(headers: string[], rows: string[][]): Promise<string> {
+  const width = await displayWidthFor([...headers, ...rows.flat()]);
+  const widths = headers.map((h, i) => rows.reduce((widest, r) => Math.max(widest, width(r[i] ?? '')), width(h)));
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : padDisplay(cell, widths[i])))
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell + ' '.repeat(Math.max(0, widths[i] - width(cell)))))
       .join('  ')
       .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n') + '\n';

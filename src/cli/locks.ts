@@ -60,7 +60,7 @@ async function runList(ctx: CliContext): Promise<number> {
     lock.owner ? formatAge(lock.owner.maxHoldMs) : '-',
     [lock.stale ? 'stale' : '', lock.overHeld ? 'over-held' : '', lock.holderAlive === false ? 'holder-dead' : ''].filter(Boolean).join(',') || 'held',
   ]);
-  ctx.streams.stdout.write(table(['Target', 'Holder', 'Session', 'Age', 'MaxHold', 'State'], rows));
+  ctx.streams.stdout.write(await table(['Target', 'Holder', 'Session', 'Age', 'MaxHold', 'State'], rows));
   return 0;
 }
 

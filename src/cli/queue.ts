@@ -82,7 +82,7 @@ function clip(text: string, width = 40): string {
   return line.length <= width ? line : `${line.slice(0, width - 1)}…`;
 }
 
-function printListing(ctx: CliContext, listing: QueueListing): void {
+async function printListing(ctx: CliContext, listing: QueueListing): Promise<void> {
   const now = ctx.clock.now();
   const out = ctx.streams.stdout;
   if (listing.active.length === 0 && listing.items.length === 0) {
@@ -91,7 +91,7 @@ function printListing(ctx: CliContext, listing: QueueListing): void {
   }
   if (listing.active.length > 0) {
     out.write(
-      table(
+      await table(
         ['Active run', 'Session', 'Pid', 'Age', 'State'],
         listing.active.map((run) => [
           run.runId,
@@ -106,7 +106,7 @@ function printListing(ctx: CliContext, listing: QueueListing): void {
   if (listing.items.length > 0) {
     if (listing.active.length > 0) out.write('\n');
     out.write(
-      table(
+      await table(
         ['Queued', 'Session', '#', 'Mode', 'State', 'From', 'Owner', 'Age', 'Text'],
         listing.items.map((item) => [
           item.runId,
@@ -146,7 +146,7 @@ async function runList(ctx: CliContext): Promise<number> {
     writeJsonLine(ctx.streams.stdout, { items, active: listing.active });
     return 0;
   }
-  printListing(ctx, listing);
+  await printListing(ctx, listing);
   return 0;
 }
 

@@ -172,7 +172,7 @@ async function runList(ctx: CliContext): Promise<number> {
     formatTokens(s.totalTokens, s.contextTokens),
     [s.problem !== undefined ? 'unusable' : '', s.pinned ? 'pinned' : '', s.transcriptBytes === null ? 'no-transcript' : ''].filter(Boolean).join(',') || '-',
   ]);
-  ctx.streams.stdout.write(table(['Agent', 'Kind', 'Key', 'Age', 'Model', 'Tokens', 'Flags'], rows));
+  ctx.streams.stdout.write(await table(['Agent', 'Kind', 'Key', 'Age', 'Model', 'Tokens', 'Flags'], rows));
   for (const s of listing.sessions) if (s.problem !== undefined) ctx.note(`${s.key}: unusable entry (${s.problem}); see \`switchboard doctor\``);
   return 0;
 }
@@ -321,7 +321,7 @@ async function runHistory(ctx: CliContext, key: string): Promise<number> {
     formatBytes(i.bytes),
   ]);
   ctx.streams.stdout.write(`${history.sessionKey} (agent ${history.agentId}): ${history.instances.length} instance${history.instances.length === 1 ? '' : 's'}, oldest first\n`);
-  ctx.streams.stdout.write(table(['SessionId', 'Started', 'Ended', 'Reason', 'Size'], rows));
+  ctx.streams.stdout.write(await table(['SessionId', 'Started', 'Ended', 'Reason', 'Size'], rows));
   return 0;
 }
 
