@@ -1,0 +1,328 @@
+// One agent store's part of an ingest batch, in rounds: each round is one store transaction —
+// plan (every line alone), journal, append the records (fsync), keep the entries of the sessions
+// whose records are down (docs/write-path.md). Used by ingestBatch in ingest.ts.
+
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SwitchboardError, inPool, isSwitchboardError, systemClock } from '../core/index.js';
+import { forgetMessageId, type RecentMessageIds } from '../policy/index.js';
+import {
+  archiveFile,
+  checkSessionEntry,
+  entryHash,
+  findInstanceTranscript,
+  transactSessionStore,
+  withLock,
+  type JournalSession,
+  type NewTranscriptEntry,
+  type SessionEntry,
+  type SessionStore,
+  type StoreLocation,
+  type StoreTransaction,
+} from '../store/index.js';
+import { admitItem, messageRecord, type AdmitEnv, type Addressed, type BatchEffects } from './admission.js';
+import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
+import { appendInStore, busyRetryDelayMs } from './store-append.js';
+import { learnLiveness, runnerFor, sessionRefKey, unknownHolders, type Liveness, type QueuedEntry } from './queue-state.js';
+import type { QueueRuntime } from './runtime.js';
+
+const APPEND_CONCURRENCY = 32;
+
+interface SessionWork {
+  location: StoreLocation;
+  agentId: string;
+  sessionKey: string;
+  sessionId: string;
+  file: string;
+  entries: NewTranscriptEntry[];
+  items: Addressed[];
+  /** Records of messages pinned to an older instance, written to its file: not journalled, no entry. */
+  rebind?: true;
+}
+
+/** Groups planned messages by the transcript they append to, in arrival order. */
+function collectWork(ctx: EngineContext, location: StoreLocation, items: Addressed[]): { work: SessionWork[]; rotations: { file: string; sessionKey: string }[] } {
+  const bySession = new Map<string, SessionWork>();
+  const rotations: { file: string; sessionKey: string }[] = [];
+  const paths = new Map<string, string>();
+  const now = ctx.clock.now();
+  for (const item of items) {
+    if (item.rebind !== undefined) {
+      if (item.rebind.file === null) continue; // nothing left of that instance: reported, not recorded
+      const file = item.rebind.file;
+      let work = bySession.get(file);
+      if (!work) {
+        work = { location, agentId: item.agentId, sessionKey: item.sessionKey, sessionId: item.rebind.sessionId, file, entries: [], items: [], rebind: true };
+        bySession.set(file, work);
+      }
+      work.entries.push(messageRecord(item, item.message.text, now));
+      work.items.push(item);
+      continue;
+    }
+    const plan = item.plan!;
+    if (plan.duplicate) continue;
+    const outcome = item.outcome;
+    // Queued, parked, dropped or outboxed messages are not written now (rotations still are).
+    if (outcome && !outcome.record && outcome.before.length === 0 && outcome.after.length === 0 && !plan.rotation) continue;
+    const sessionFile = plan.entry.sessionFile ?? `${plan.entry.sessionId}.jsonl`;
+    let file = paths.get(sessionFile);
+    if (file === undefined) paths.set(sessionFile, (file = transcriptPathIn(location, sessionFile)));
+    let work = bySession.get(file);
+    if (!work) {
+      work = { location, agentId: item.agentId, sessionKey: item.sessionKey, sessionId: plan.entry.sessionId, file, entries: [], items: [] };
+      bySession.set(file, work);
+    }
+    if (plan.rotation) {
+      if (plan.rotation.previousSessionFile) rotations.push({ file: transcriptPathIn(location, plan.rotation.previousSessionFile), sessionKey: item.sessionKey });
+      if (plan.rotation.reason !== 'cron') {
+        work.entries.push({ type: 'reset_notice', reason: plan.rotation.reason, previousSessionId: plan.rotation.previousSessionId });
+      }
+    }
+    if (outcome) {
+      work.entries.push(...outcome.before);
+      if (!plan.commandOnly && outcome.record) work.entries.push(messageRecord(item, outcome.text, now));
+      work.entries.push(...outcome.after);
+    } else if (!plan.commandOnly) work.entries.push(messageRecord(item, plan.text, now));
+    work.items.push(item);
+  }
+  // Ids are fixed now so that the journal can name the records before they are written.
+  for (const work of bySession.values()) for (const entry of work.entries) entry.id ??= randomUUID();
+  return { work: [...bySession.values()], rotations };
+}
+
+/** Archives the transcript of a rotated instance under its own write lock. */
+async function archiveRotated(ctx: EngineContext, rotation: { file: string; sessionKey: string }): Promise<void> {
+  await withLock(rotation.file, sessionLockOptions(ctx, { sessionKey: rotation.sessionKey }), () => archiveFile(rotation.file, 'reset', ctx.clock.now()));
+}
+
+/** A key's entry as the round found it: restored when the key's work is taken back. */
+interface Snapshot {
+  entry: SessionEntry | undefined;
+  hash: string | null;
+}
+
+/** What one round (one store transaction) did with its items. */
+interface Round {
+  committed: Addressed[];
+  failed: Map<Addressed, unknown>;
+  /** Items whose transcript lock was busy: planned again in the next round. */
+  deferred: Addressed[];
+  busy: SwitchboardError | undefined;
+  rotations: { file: string; sessionKey: string }[];
+  effects: BatchEffects;
+}
+
+function restoreKey(store: SessionStore, key: string, snapshot: Snapshot): void {
+  if (snapshot.entry === undefined) delete store[key];
+  else store[key] = structuredClone(snapshot.entry);
+}
+
+/**
+ * Plans every item on the store; an item whose plan throws is taken out and the others are planned
+ * again from the entries as they were, so one bad line never changes what its neighbours get.
+ */
+async function planRound(
+  ctx: EngineContext,
+  runtime: QueueRuntime,
+  location: StoreLocation,
+  store: SessionStore,
+  items: Addressed[],
+  snapshots: Map<string, Snapshot>,
+): Promise<{ effects: BatchEffects; failed: Map<Addressed, unknown> }> {
+  const liveness: Liveness = new Map();
+  if (items.some((item) => runnerFor(ctx, item.agentId) !== undefined)) {
+    const unknown = new Set<QueuedEntry>();
+    for (const item of items) {
+      const entry = store[item.sessionKey] as QueuedEntry | undefined;
+      if (entry && unknownHolders(entry, liveness)) unknown.add(entry);
+    }
+    if (unknown.size > 0) await learnLiveness(ctx, location, unknown, liveness);
+  }
+  const failed = new Map<Addressed, unknown>();
+  const now = ctx.clock.now();
+  const nowWall = systemClock.now();
+  // Each stored row is shape-checked once per round, not once per message (the hot path).
+  const checked = new Set<string>();
+  for (;;) {
+    const effects: BatchEffects = { starts: [], aborts: [], observe: new Map(), drains: new Map() };
+    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait };
+    let retry = false;
+    for (const item of items) {
+      if (failed.has(item)) continue;
+      try {
+        // A hand-edited or foreign row of the wrong shape fails the lines addressed to it (STORE_CORRUPT), not the batch.
+        if (!checked.has(item.sessionKey) && Object.hasOwn(store, item.sessionKey)) checkSessionEntry(location.storePath, item.sessionKey, store[item.sessionKey]);
+        checked.add(item.sessionKey);
+        admitItem(store, item, env);
+      } catch (err) {
+        failed.set(item, err);
+        for (const [key, snapshot] of snapshots) restoreKey(store, key, snapshot);
+        retry = true;
+        break;
+      }
+    }
+    if (!retry) return { effects, failed };
+  }
+}
+
+/** What the journal says about this round: per session, the entry to install and its records. */
+function journalOf(store: SessionStore, works: SessionWork[], snapshots: Map<string, Snapshot>): JournalSession[] {
+  const byKey = new Map<string, JournalSession>();
+  for (const work of works) {
+    if (work.rebind) continue;
+    let session = byKey.get(work.sessionKey);
+    if (session === undefined) {
+      session = { sessionKey: work.sessionKey, base: snapshots.get(work.sessionKey)?.hash ?? null, entry: store[work.sessionKey]!, files: [], records: [] };
+      byKey.set(work.sessionKey, session);
+    }
+    const file = session.files.push(work.file.slice(work.file.lastIndexOf('/') + 1)) - 1;
+    for (const entry of work.entries) {
+      const message = entry.message as { messageId?: unknown } | undefined;
+      const data = entry.data as { messageId?: unknown } | undefined;
+      const messageId = message?.messageId ?? data?.messageId;
+      session.records.push(typeof messageId === 'string' ? [entry.id!, file, messageId] : [entry.id!, file]);
+    }
+  }
+  return [...byKey.values()];
+}
+
+/**
+ * One round inside the store transaction: plan → journal → append (fsync) → the entries of the
+ * sessions whose records are down stay in the store, which the caller's transaction then writes.
+ */
+async function commitRound(
+  ctx: EngineContext,
+  runtime: QueueRuntime,
+  location: StoreLocation,
+  store: SessionStore,
+  tx: StoreTransaction,
+  items: Addressed[],
+): Promise<Round> {
+  const snapshots = new Map<string, Snapshot>();
+  for (const { sessionKey } of items) {
+    if (snapshots.has(sessionKey)) continue;
+    const entry = Object.hasOwn(store, sessionKey) ? store[sessionKey] : undefined;
+    snapshots.set(sessionKey, { entry: entry === undefined ? undefined : structuredClone(entry), hash: entryHash(entry) });
+  }
+  const { effects, failed } = await planRound(ctx, runtime, location, store, items, snapshots);
+  const planned = items.filter((item) => !failed.has(item));
+  for (const item of planned) {
+    if (item.rebind !== undefined) item.rebind.file = await findInstanceTranscript(location.sessionsDir, item.rebind.sessionId);
+  }
+  const { work: works, rotations } = collectWork(ctx, location, planned);
+  await tx.writeJournal(journalOf(store, works, snapshots), ctx.clock.now());
+
+  const troubles = new Map<SessionWork, unknown>();
+  await inPool(works, APPEND_CONCURRENCY, async (work) => {
+    try {
+      await appendInStore(ctx, tx, work, work.entries);
+    } catch (err) {
+      troubles.set(work, err);
+    }
+  });
+
+  const round: Round = { committed: [], failed, deferred: [], busy: undefined, rotations: [], effects };
+  const worksByKey = new Map<string, SessionWork[]>();
+  const takenBack = new Set<string>();
+  const lostItems = new Set<Addressed>();
+  for (const work of works) {
+    if (!work.rebind) {
+      const keyWorks = worksByKey.get(work.sessionKey);
+      if (keyWorks === undefined) worksByKey.set(work.sessionKey, [work]);
+      else keyWorks.push(work);
+    }
+    else if (troubles.has(work)) {
+      // An older instance's file that cannot be written fails its lines, nothing else.
+      for (const item of work.items) {
+        lostItems.add(item);
+        failed.set(item, troubles.get(work));
+      }
+    }
+  }
+  for (const [key, keyWorks] of worksByKey) {
+    const bad = keyWorks.filter((work) => troubles.has(work));
+    if (bad.length === 0) continue;
+    if (bad.length === keyWorks.length) {
+      // Nothing of this session reached its transcript: its entry goes back as it was.
+      restoreKey(store, key, snapshots.get(key)!);
+      takenBack.add(key);
+      continue;
+    }
+    // A rotation split the session over two files and only one was written: keep the entry,
+    // forget what was not recorded (so a resend is not taken for a duplicate), fail those lines.
+    const entry = store[key] as QueuedEntry;
+    for (const work of bad) {
+      for (const item of work.items) {
+        lostItems.add(item);
+        failed.set(item, troubles.get(work));
+        if (item.message.messageId !== undefined) entry.recentMessageIds = forgetMessageId(entry.recentMessageIds as RecentMessageIds, item.message.messageId);
+        if (entry.activeRun?.runId === item.runId) delete entry.activeRun;
+      }
+    }
+  }
+  const troubleOfKey = new Map<string, unknown>();
+  for (const [work, err] of troubles) if (takenBack.has(work.sessionKey) && !troubleOfKey.has(work.sessionKey)) troubleOfKey.set(work.sessionKey, err);
+  for (const item of planned) {
+    if (lostItems.has(item)) continue;
+    const trouble = troubleOfKey.get(item.sessionKey);
+    if (trouble === undefined) round.committed.push(item);
+    else if (isSwitchboardError(trouble, 'SESSION_BUSY')) {
+      round.deferred.push(item);
+      round.busy = trouble;
+    } else failed.set(item, trouble);
+  }
+  const committedKeys = new Set(round.committed.map((item) => item.sessionKey));
+  round.rotations = rotations.filter((rotation) => committedKeys.has(rotation.sessionKey));
+  const kept = new Set(round.committed);
+  effects.starts = effects.starts.filter((claim) => kept.has(claim.item));
+  effects.aborts = effects.aborts.filter((abort) => !takenBack.has(abort.sessionKey));
+  for (const key of takenBack) {
+    const refKey = sessionRefKey({ location, sessionKey: key });
+    effects.observe.delete(refKey);
+    effects.drains.delete(refKey);
+  }
+  return round;
+}
+
+/**
+ * One store's part of a batch, in rounds: each round is one store transaction; lines whose
+ * transcript lock was busy wait for the next round (no lock is waited for while the store lock is
+ * held), until `session.writeLock.acquireTimeoutMs` has passed.
+ */
+export async function ingestStore(
+  ctx: EngineContext,
+  runtime: QueueRuntime,
+  location: StoreLocation,
+  items: Addressed[],
+): Promise<{ committed: Addressed[]; failed: Map<Addressed, unknown>; effects: BatchEffects[] }> {
+  const writeLock = ctx.config.session?.writeLock;
+  const waitLimitMs = writeLock?.acquireTimeoutMs ?? 60_000;
+  const startedAt = systemClock.now();
+  const result = { committed: [] as Addressed[], failed: new Map<Addressed, unknown>(), effects: [] as BatchEffects[] };
+  let pending = items;
+  for (let round = 0; pending.length > 0; round++) {
+    let outcome: Round;
+    try {
+      outcome = await transactSessionStore(location.storePath, (store, tx) => commitRound(ctx, runtime, location, store, tx, pending), {
+        lock: { acquireTimeoutMs: writeLock?.acquireTimeoutMs },
+      });
+    } catch (err) {
+      // The store itself failed (busy, corrupt, disk): no line of this round was acknowledged.
+      for (const item of pending) result.failed.set(item, err);
+      break;
+    }
+    result.committed.push(...outcome.committed);
+    for (const [item, err] of outcome.failed) result.failed.set(item, err);
+    result.effects.push(outcome.effects);
+    // Archived after the registry names the new instance; a failure leaves a file doctor reports.
+    await inPool(outcome.rotations, APPEND_CONCURRENCY, (rotation) => archiveRotated(ctx, rotation).catch(() => undefined));
+    pending = outcome.deferred;
+    if (pending.length === 0) break;
+    if (systemClock.now() - startedAt >= waitLimitMs) {
+      for (const item of pending) result.failed.set(item, outcome.busy);
+      break;
+    }
+    await sleep(busyRetryDelayMs(round));
+  }
+  return result;
+}
