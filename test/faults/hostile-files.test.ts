@@ -26,7 +26,10 @@ interface State {
 }
 
 function newState(): State {
-  const state = tempDir('sb-hostile-');
+  // The state dir sits alone in a folder of its own, so "nothing was created next to it" counts
+  // only what this test's commands could have made (the shared temp folder changes under us).
+  const state = path.join(tempDir('sb-hostile-'), 'state');
+  fs.mkdirSync(state);
   const config = writeJson(path.join(state, 'c.json'), { session: { dmScope: 'per-peer' } });
   const dir = path.join(state, 'agents', 'main', 'sessions');
   return { state, config, dir, storePath: path.join(dir, 'sessions.json'), outside: tempDir('sb-outside-') };
