@@ -211,9 +211,9 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
     input = fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
   }
   // A large file shows how far it is on a terminal (progress.ts decides whether there is one).
-  // Only a FILE argument: stdin redirected from a file (`< file`) is an fs.ReadStream too, but has no name here.
-  const fromFile = file !== undefined && file !== '-' && input instanceof fs.ReadStream;
-  const fileBytes = fromFile ? fs.statSync(file).size : 0;
+  // Only a FILE argument is sized: stdin redirected from a file (`< file`) is an fs.ReadStream
+  // too, but has no name to stat.
+  const fileBytes = file !== undefined && file !== '-' ? fs.statSync(file).size : 0;
   const progress = fileBytes >= PROGRESS_MIN_FILE_BYTES ? progressFor(ctx) : undefined;
   const showProgress = (): void => progress?.update({ label: `ingest ${file}`, done: (input as fs.ReadStream).bytesRead, total: fileBytes, unit: 'bytes' });
   showProgress();
