@@ -10,7 +10,7 @@
 // message that never reached the disk is recorded, not answered "duplicate".
 
 import { createHash } from 'node:crypto';
-import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, fsync, lstatSync, openSync, readFileSync, truncateSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { errnoOf, ioError } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
@@ -71,14 +71,15 @@ export async function writeJournal(storePath: string, sessions: JournalSession[]
   if (sessions.length === 0 || isInMemory(storePath)) return;
   const file = journalPathFor(storePath);
   const body: JournalFile = { version: JOURNAL_VERSION, pid: process.pid, writtenAt: new Date(now).toISOString(), sessions };
-  const existed = await fsp.lstat(file).then(() => true, () => false);
+  // Synchronous but for the fsyncs (see nodeStoreFileSystem in store-fs.ts for why).
+  const existed = lstatOrNull(file) !== null;
   try {
-    const handle = await fsp.open(file, WRITE_FLAGS, 0o600);
+    const fd = openSync(file, WRITE_FLAGS, 0o600);
     try {
-      await handle.writeFile(`${JSON.stringify(body)}\n`);
-      await handle.sync();
+      writeAll(fd, Buffer.from(`${JSON.stringify(body)}\n`, 'utf8'));
+      await fsyncFd(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
     // A new name must be durable before the records it describes are.
     if (!existed) await fsyncDir(path.dirname(file));
@@ -87,24 +88,44 @@ export async function writeJournal(storePath: string, sessions: JournalSession[]
   }
 }
 
+function writeAll(fd: number, bytes: Buffer): void {
+  for (let offset = 0; offset < bytes.length; ) {
+    const written = writeSync(fd, bytes, offset, bytes.length - offset);
+    if (written <= 0) throw Object.assign(new Error('write made no progress'), { code: 'ENOSPC' });
+    offset += written;
+  }
+}
+
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())));
+}
+
+function lstatOrNull(file: string): Stats | null {
+  try {
+    return lstatSync(file);
+  } catch {
+    return null;
+  }
+}
+
 /** Empties the journal once the registry holds what it described (best effort: see recovery). */
 export async function clearJournal(storePath: string): Promise<void> {
   if (isInMemory(storePath)) return;
   try {
-    await fsp.truncate(journalPathFor(storePath), 0);
+    truncateSync(journalPathFor(storePath), 0);
   } catch {
     // Missing, or not truncatable: recovery's hash rule makes a stale journal harmless.
   }
 }
 
 async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fsp.open(dir, 'r');
+  const fd = openSync(dir, 'r');
   try {
-    await handle.sync();
+    await fsyncFd(fd);
   } catch (err) {
     if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw err;
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
@@ -120,16 +141,16 @@ export async function readJournal(storePath: string): Promise<JournalSession[] |
   if (isInMemory(storePath)) return null;
   // The common case, once per store write: no journal, or the empty one the last commit left.
   // One lstat answers it; only a journal with content is opened (never through a link or FIFO).
-  const found = await fsp.lstat(journalPathFor(storePath)).catch(() => null);
+  const found = lstatOrNull(journalPathFor(storePath));
   if (found === null || !found.isFile() || found.size === 0) return null;
   let text: string;
   try {
-    const handle = await fsp.open(journalPathFor(storePath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    const fd = openSync(journalPathFor(storePath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
     try {
-      if (!(await handle.stat()).isFile()) return null;
-      text = await handle.readFile('utf8');
+      if (!fstatSync(fd).isFile()) return null;
+      text = readFileSync(fd, 'utf8');
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   } catch {
     return null;

@@ -2,7 +2,7 @@
 // fencing, verification against owner.json and release; and the 'exit' hook that removes this
 // process's locks. lock.ts creates holdings (withLock); removal and judging are lock-owner.ts's.
 
-import { promises as fsp, readFileSync, rmdirSync, unlinkSync } from 'node:fs';
+import { readFileSync, rmdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
@@ -129,7 +129,7 @@ export class HeldLock implements OwnHolding {
     if (this.inMemory) return;
     let onDisk: LockOwnerRecord | null;
     try {
-      onDisk = parseOwnerRecord(await fsp.readFile(path.join(this.lockPath, OWNER_FILE), 'utf8'));
+      onDisk = parseOwnerRecord(readFileSync(path.join(this.lockPath, OWNER_FILE), 'utf8'));
     } catch (err) {
       const code = errnoOf(err);
       // a failing disk is not proof that someone else holds the lock: report it as such

@@ -52,7 +52,7 @@
 // clock: ages are compared with file mtimes and with other processes' records.
 
 import { randomBytes } from 'node:crypto';
-import { promises as fsp, readFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -188,18 +188,20 @@ export async function writeOwnerRecord(lockPath: string, owner: LockOwnerRecord)
   // Written in place (exclusive create in the directory we just made): a reader that catches it
   // half-written gets an unparseable record, which is judged exactly like no record yet (by the
   // directory's mtime), so a temp file + rename would buy nothing but one more directory operation.
-  await fsp.writeFile(path.join(lockPath, OWNER_FILE), `${JSON.stringify(owner)}\n`, { mode: 0o600, flag: 'wx' });
+  writeFileSync(path.join(lockPath, OWNER_FILE), `${JSON.stringify(owner)}\n`, { mode: 0o600, flag: 'wx' });
 }
 
 /** Deletes a tombstone: owner record + directory (two operations), or recursively if it holds more. */
 async function removeTombstone(tomb: string): Promise<void> {
   try {
-    await fsp.unlink(path.join(tomb, OWNER_FILE)).catch((err: unknown) => {
+    try {
+      unlinkSync(path.join(tomb, OWNER_FILE));
+    } catch (err) {
       if (errnoOf(err) !== 'ENOENT') throw err;
-    });
-    await fsp.rmdir(tomb);
+    }
+    rmdirSync(tomb);
   } catch {
-    await fsp.rm(tomb, { recursive: true, force: true });
+    rmSync(tomb, { recursive: true, force: true });
   }
 }
 
@@ -219,7 +221,7 @@ export function parseOwnerRecord(text: string): LockOwnerRecord | null {
 /** The owner record of a lock directory, or null when there is none (yet) or it is unreadable. */
 export async function readLockOwner(lockPath: string): Promise<LockOwnerRecord | null> {
   try {
-    return parseOwnerRecord(await fsp.readFile(path.join(lockPath, OWNER_FILE), 'utf8'));
+    return parseOwnerRecord(readFileSync(path.join(lockPath, OWNER_FILE), 'utf8'));
   } catch {
     return null;
   }
@@ -247,7 +249,7 @@ export function describeHolding(lockPath: string, owner: LockOwnerRecord | null,
 export async function inspectLock(lockPath: string, staleMs?: number): Promise<LockInfo | null> {
   let mtimeMs: number;
   try {
-    mtimeMs = (await fsp.stat(lockPath)).mtimeMs;
+    mtimeMs = statSync(lockPath).mtimeMs;
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
     throw ioError(`could not inspect lock ${lockPath}`, err);
@@ -300,7 +302,7 @@ export async function removeLockIfOwned(lockPath: string, lockId: string): Promi
   if ((await readLockOwner(lockPath))?.lockId !== lockId) return; // taken over: not ours to touch
   const tomb = tombstonePath(lockPath);
   try {
-    await fsp.rename(lockPath, tomb);
+    renameSync(lockPath, tomb);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return;
     throw err;
@@ -319,7 +321,7 @@ export async function removeLockIfOwned(lockPath: string, lockId: string): Promi
 export async function clearLock(lockPath: string, seen: LockInfo, staleMs: number | undefined): Promise<boolean> {
   const tomb = tombstonePath(lockPath);
   try {
-    await fsp.rename(lockPath, tomb);
+    renameSync(lockPath, tomb);
   } catch (err) {
     const code = errnoOf(err);
     if (code === 'ENOENT') return true; // someone else cleared it
@@ -340,9 +342,13 @@ export async function clearLock(lockPath: string, seen: LockInfo, staleMs: numbe
  *  moved holder is the loser: its refresh/verify finds the lock gone and it stops writing. */
 async function putBack(tomb: string, lockPath: string): Promise<void> {
   try {
-    await fsp.rename(tomb, lockPath);
+    renameSync(tomb, lockPath);
   } catch {
-    await fsp.rm(tomb, { recursive: true, force: true }).catch(() => undefined);
+    try {
+      rmSync(tomb, { recursive: true, force: true });
+    } catch {
+      // left for doctor: a tombstone is never mistaken for a lock
+    }
   }
 }
 

@@ -7,10 +7,9 @@
 // next to the code that implements them; `switchboard locks` is lock-admin.ts.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import nodeFs from 'node:fs';
+import { lstatSync, mkdirSync, realpathSync, rmdirSync, rmSync, statSync, utimesSync } from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
 import { HeldLock, KEEP_DIRECTORY_FS, type BusyCode, type LockHandle } from './lock-held.js';
@@ -112,10 +111,35 @@ interface TurnQueue {
 /** Per lock path: one in-process caller at a time may compete for the file lock, in arrival order. */
 const turnQueues = new Map<string, TurnQueue>();
 
-/** proper-lockfile creates the lock directory with plain mkdir; ours are private like every store folder. */
-const PRIVATE_MKDIR_FS = {
-  ...nodeFs,
-  mkdir: (dir: string, done: (err: NodeJS.ErrnoException | null) => void): void => nodeFs.mkdir(dir, { mode: 0o700 }, (err) => done(err)),
+type Done = (err: NodeJS.ErrnoException | null, value?: unknown) => void;
+
+/** Runs a synchronous fs call and answers proper-lockfile's callback on the next tick. */
+function callback<A extends unknown[]>(call: (...args: A) => unknown): (...args: [...A, Done]) => void {
+  return (...args) => {
+    const done = args.pop() as Done;
+    let value: unknown;
+    try {
+      value = call(...(args as unknown as A));
+    } catch (err) {
+      process.nextTick(done, err as NodeJS.ErrnoException);
+      return;
+    }
+    process.nextTick(done, null, value);
+  };
+}
+
+/**
+ * The fs proper-lockfile works through: synchronous calls behind its callback API (see
+ * nodeStoreFileSystem in store-fs.ts for why), and lock directories made private like every
+ * store folder (it would use a plain mkdir).
+ */
+const LOCK_FS = {
+  mkdir: callback((dir: string) => mkdirSync(dir, { mode: 0o700 })),
+  stat: callback((file: string) => statSync(file)),
+  utimes: callback((file: string, atime: Date | number, mtime: Date | number) => utimesSync(file, atime, mtime)),
+  rmdir: callback((dir: string) => rmdirSync(dir)),
+  rmdirSync: (dir: string) => rmdirSync(dir),
+  realpath: callback((file: string) => realpathSync(file)),
 };
 
 function once(fn: () => void): () => void {
@@ -181,7 +205,7 @@ export async function lockPresent(targetPath: string): Promise<boolean> {
   const lockPath = lockPathFor(targetPath);
   if (heldLocks.has(lockPath) || (turnQueues.get(lockPath)?.waiters.length ?? 0) > 0) return true;
   try {
-    await fsp.lstat(lockPath);
+    lstatSync(lockPath);
     return true;
   } catch (err) {
     return errnoOf(err) !== 'ENOENT';
@@ -266,7 +290,11 @@ async function acquireFileLock(
         lastSeen = seen;
       } else if (code === 'ENOENT' && !createdParent) {
         createdParent = true;
-        await fsp.mkdir(path.dirname(lockPath), { recursive: true, mode: 0o700 }).catch(() => undefined);
+        try {
+          mkdirSync(path.dirname(lockPath), { recursive: true, mode: 0o700 });
+        } catch {
+          // the next attempt reports what is wrong
+        }
         continue;
       } else {
         throw ioError(`could not create lock ${lockPath}`, err);
@@ -305,7 +333,7 @@ async function lockOnce(
     realpath: false,
     stale: settings.staleMs,
     retries: 0, // we retry ourselves: FIFO turns, takeover checks, deadline, busy details
-    fs: PRIVATE_MKDIR_FS,
+    fs: LOCK_FS,
     onCompromised: (err) => {
       if (held !== undefined) held.onCompromised(err);
       else compromisedEarly = { cause: err };
@@ -316,15 +344,19 @@ async function lockOnce(
     // Creating owner.json changes the directory's mtime, which proper-lockfile checks against
     // the one it recorded at its first refresh (staleMs / 2): put it back, or every lock held
     // longer than that would be reported compromised.
-    const recorded = await fsp.stat(lockPath);
+    const recorded = statSync(lockPath);
     await writeOwnerRecord(lockPath, owner);
-    await fsp.utimes(lockPath, recorded.atime, recorded.mtime);
+    utimesSync(lockPath, recorded.atime, recorded.mtime);
   } catch (err) {
     await lockfile.unlock(target, { lockfilePath: lockPath, realpath: false, fs: KEEP_DIRECTORY_FS }).catch(() => undefined);
     // EEXIST: while we were stopped between mkdir and the record, our directory was judged
     // abandoned and someone else's lock (with its record) took the path: not ours to remove.
     if (errnoOf(err) === 'EEXIST') throw Object.assign(new Error(`lock ${lockPath} was taken while being created`), { code: 'ELOCKED' });
-    await fsp.rm(lockPath, { recursive: true, force: true }).catch(() => undefined);
+    try {
+      rmSync(lockPath, { recursive: true, force: true });
+    } catch {
+      // what is left is judged like any abandoned lock
+    }
     throw ioError(`could not write the owner record of lock ${lockPath}`, err);
   }
   held = new HeldLock(target, lockPath, owner, settings.busyCode, passTurn);

@@ -1,7 +1,7 @@
 // Store files are regular files, opened without following links: a symlink (wherever it points),
 // a FIFO, a socket or a device where a store file belongs is STORE_CORRUPT — never written through, never waited on.
 
-import { constants as fsConstants, promises as fsp, type Stats } from 'node:fs';
+import { closeSync, lstatSync, constants as fsConstants, fstatSync, fsync, ftruncateSync, openSync, promises as fsp, readSync, writeSync, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { SwitchboardError, errnoOf } from '../core/index.js';
 
@@ -87,13 +87,93 @@ export async function openRegularFile(file: string, flags: number, mode?: number
   return fh;
 }
 
+/**
+ * A store file open for appending through its descriptor. Opening, fstat, reads and writes are
+ * synchronous: on a local disk they take microseconds (a write lands in the page cache), far less
+ * than a round trip through libuv's four-thread pool, which a batch touching hundreds of files
+ * would otherwise queue on. fsync, the call that waits for the disk, stays asynchronous, so the
+ * fsyncs of many files overlap.
+ */
+export class DescriptorFile {
+  constructor(private readonly fd: number) {}
+
+  async stat(): Promise<Stats> {
+    return fstatSync(this.fd);
+  }
+
+  async read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }> {
+    return { bytesRead: readSync(this.fd, buffer, offset, length, position) };
+  }
+
+  async write(buffer: Buffer, offset: number, length: number): Promise<{ bytesWritten: number }> {
+    return { bytesWritten: writeSync(this.fd, buffer, offset, length) };
+  }
+
+  sync(): Promise<void> {
+    return new Promise((resolve, reject) => fsync(this.fd, (err) => (err ? reject(err) : resolve())));
+  }
+
+  async truncate(length: number): Promise<void> {
+    ftruncateSync(this.fd, length);
+  }
+
+  async close(): Promise<void> {
+    closeSync(this.fd);
+  }
+
+  /** Everything from the start to the end as it is now (a file that grows meanwhile is read on). */
+  async readAll(): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    let position = 0;
+    for (let size = Math.max(fstatSync(this.fd).size, 0) + 1; ; size = 64 * 1024) {
+      const chunk = Buffer.allocUnsafe(size);
+      const bytesRead = readSync(this.fd, chunk, 0, size, position);
+      if (bytesRead === 0) break;
+      chunks.push(bytesRead === size ? chunk : chunk.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  }
+}
+
+/** openRegularFile's rules (no link followed, no FIFO waited on, regular files only) for a DescriptorFile. */
+export function openRegularDescriptor(file: string, flags: number, mode?: number): DescriptorFile {
+  let fd: number;
+  try {
+    fd = openSync(file, flags | STORE_OPEN_FLAGS, mode);
+  } catch (err) {
+    const errno = errnoOf(err);
+    if (errno === 'ELOOP' || errno === 'EISDIR' || errno === 'ENXIO' || errno === 'EEXIST') {
+      const kind = lstatKindSync(file);
+      if (kind !== null && kind !== 'file') throw notRegularFileError(file, kind);
+    }
+    throw err;
+  }
+  try {
+    const kind = fileKindOf(fstatSync(fd));
+    if (kind !== 'file') throw notRegularFileError(file, kind);
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  return new DescriptorFile(fd);
+}
+
+function lstatKindSync(file: string): FileKind | null {
+  try {
+    return fileKindOf(lstatSync(file));
+  } catch {
+    return null;
+  }
+}
+
 /** Whole contents of a regular store file (small files: sessions.json and its copies). */
 export async function readRegularFile(file: string): Promise<Buffer> {
-  const fh = await openRegularFile(file, fsConstants.O_RDONLY);
+  const fd = openRegularDescriptor(file, fsConstants.O_RDONLY);
   try {
-    return await fh.readFile();
+    return await fd.readAll();
   } finally {
-    await fh.close();
+    await fd.close();
   }
 }
 

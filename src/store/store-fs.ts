@@ -2,7 +2,8 @@
 // of the store goes through, nodeStoreFileSystem (the real one, including the safe use of
 // write-file-atomic), and fileSystemFor() (a memory volume's or the disk's).
 
-import { copyFile, link, lstat, mkdir, open, realpath, rename, unlink } from 'node:fs/promises';
+import { closeSync, copyFileSync, fsync, linkSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { errnoOf } from '../core/index.js';
@@ -50,45 +51,56 @@ export interface StoreFileSystem {
   replaceAtomically(targetPath: string, mode: number, fillTemp: (tempPath: string) => Promise<void>): Promise<void>;
 }
 
+/** fsync of an open descriptor, off the main thread: the one call here that waits for the disk. */
+function fsyncDescriptor(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())));
+}
+
+/**
+ * The real file system. Every call but fsync is synchronous: names, links and small writes take
+ * microseconds on a local disk, while a trip through libuv's thread pool costs far more and
+ * queues behind other work; a store update makes some twenty of them in a row (see
+ * DescriptorFile in regular-file.ts for the same choice on transcripts).
+ */
 export const nodeStoreFileSystem: StoreFileSystem = {
   readFile: (filePath) => readRegularFile(filePath),
   stat: async (filePath) => {
-    const stats = await lstat(filePath);
+    const stats = lstatSync(filePath);
     return { size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs, ino: stats.ino, kind: fileKindOf(stats) };
   },
   mkdir: async (dirPath, mode) => {
-    await mkdir(dirPath, { recursive: true, mode });
+    mkdirSync(dirPath, { recursive: true, mode });
   },
-  link: (existingPath, newPath) => link(existingPath, newPath),
-  copyFile: (sourcePath, destinationPath) => copyFile(sourcePath, destinationPath),
-  rename: (oldPath, newPath) => rename(oldPath, newPath),
-  unlink: (filePath) => unlink(filePath),
+  link: async (existingPath, newPath) => linkSync(existingPath, newPath),
+  copyFile: async (sourcePath, destinationPath) => copyFileSync(sourcePath, destinationPath),
+  rename: async (oldPath, newPath) => renameSync(oldPath, newPath),
+  unlink: async (filePath) => unlinkSync(filePath),
   fsyncPath: async (fileOrDirPath) => {
-    const handle = await open(fileOrDirPath, 'r');
+    const fd = openSync(fileOrDirPath, 'r');
     try {
-      await handle.sync();
+      await fsyncDescriptor(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   },
   createExclusive: async (filePath, mode) => {
-    await (await open(filePath, 'wx', mode)).close();
+    closeSync(openSync(filePath, 'wx', mode));
   },
   writeWholeFile: async (filePath, data) => {
-    const handle = await open(filePath, 'r+');
+    const fd = openSync(filePath, 'r+');
     try {
       // write(2) may write fewer bytes than asked when the disk fills up; only the next call
       // reports ENOSPC. Looping until every byte is down is what turns that into an error.
       let offset = 0;
       while (offset < data.length) {
-        const { bytesWritten } = await handle.write(data, offset, data.length - offset, offset);
+        const bytesWritten = writeSync(fd, data, offset, data.length - offset, offset);
         if (bytesWritten <= 0) {
           throw Object.assign(new Error(`no progress writing ${filePath}`), { code: 'ENOSPC' });
         }
         offset += bytesWritten;
       }
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   },
   replaceAtomically: async (targetPath, mode, fillTemp) => {

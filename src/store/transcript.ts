@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 import { SwitchboardError, errnoOf, ioError, systemClock, type Clock } from '../core/index.js';
 import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
 import { isInMemory, memoryVolumeFor, type AppendableFile } from './memory-volume.js';
-import { openRegularFile } from './regular-file.js';
+import { openRegularDescriptor, openRegularFile } from './regular-file.js';
 
 export const TRANSCRIPT_VERSION = 3;
 const NEWLINE = 0x0a;
@@ -306,17 +306,17 @@ async function openForAppend(file: string): Promise<{ fh: AppendableFile; create
   // openRegularFile: never through a symlink (even one pointing inside the state dir), never a
   // FIFO or device (STORE_CORRUPT for this session's file, not a hang or a write elsewhere).
   try {
-    return { fh: await openRegularFile(file, fsConstants.O_RDWR | fsConstants.O_APPEND), createdFile: false };
+    return { fh: openRegularDescriptor(file, fsConstants.O_RDWR | fsConstants.O_APPEND), createdFile: false };
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
   }
   const flags = fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_EXCL;
   try {
-    return { fh: await openRegularFile(file, flags, 0o600), createdFile: true };
+    return { fh: openRegularDescriptor(file, flags, 0o600), createdFile: true };
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
     await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    return { fh: await openRegularFile(file, flags, 0o600), createdFile: true };
+    return { fh: openRegularDescriptor(file, flags, 0o600), createdFile: true };
   }
 }
 
