@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BIN, fmt, median, record, tempDir, timePipe } from './lib.mjs';
+import { BIN, ROOT, fmt, median, record, tempDir, timePipe } from './lib.mjs';
 
 const MESSAGES = 100_000;
 const SESSIONS = 1_000;
@@ -80,6 +80,15 @@ async function baseline(plan) {
   return ms;
 }
 
+/** The floor: parse, serialise and write in a bare Node process (bench/harness/ingest-floor.mjs). */
+async function floor(input) {
+  const dir = tempDir();
+  const run = await timePipe([process.execPath, path.join(ROOT, 'bench', 'harness', 'ingest-floor.mjs'), dir], input);
+  fs.rmSync(dir, { recursive: true, force: true });
+  if (run.lines !== MESSAGES) throw new Error(`the floor printed ${run.lines} lines, expected ${MESSAGES}`);
+  return run.ms;
+}
+
 /** A store already holding `count` sessions (entries and small transcripts), written directly. */
 function seedStore(state, count) {
   const dir = path.join(state, 'agents', 'main', 'sessions');
@@ -110,7 +119,9 @@ export async function benchIngest() {
   const p3Runs = [];
   const baseRuns = [];
   const p4Runs = [];
+  const floorRuns = [];
   for (let round = 0; round < 3; round++) {
+    floorRuns.push(await floor(input));
     const state = tempDir();
     const run = await runIngest(state, input);
     p3Runs.push(run.ms);
@@ -125,9 +136,11 @@ export async function benchIngest() {
   const p3 = MESSAGES / (median(p3Runs) / 1000);
   const base = MESSAGES / (median(baseRuns) / 1000);
   const p4 = MESSAGES / (median(p4Runs) / 1000);
+  const least = MESSAGES / (median(floorRuns) / 1000);
   record('P3 ingest (100 000 messages, 1 000 sessions, no runner, durable acknowledgements)', [
     `switchboard ingest: ${fmt(p3)} messages/s (target ≥ 20 000), median of 3, process start included`,
     `baseline (same bytes, same files, one fsync per file per ${fmt(BATCH)}-line batch): ${fmt(base)} messages/s → ratio ${fmt(p3 / base, 2)} (target ≥ 0.5)`,
+    `floor, a bare Node process that parses each line and serialises its record and answer, same writes and fsyncs, process start included: ${fmt(least)} messages/s = ${fmt(least / base, 2)} × the baseline; switchboard at ${fmt(p3 / least, 2)} × the floor`,
   ]);
   record('P4 ingest into a store already holding 10 000 sessions', [
     `switchboard ingest: ${fmt(p4)} messages/s → ${fmt(p4 / p3, 2)} × the P3 rate (target ≥ 0.7)`,
