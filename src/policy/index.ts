@@ -150,15 +150,13 @@ export {
   carriedOf,
   waitingItems,
   isBusy,
-  summaryLine,
-  overflowPrompt,
-  collectPrompt,
-  senderLabel,
-  singleSender,
-  parseControlCommand,
-  describeSendSetting,
-  COLLECT_HEADER,
-  SUMMARY_MAX_CHARS,
+  type QueueDisposition,
+  type AdmissionInput,
+  type Admission,
+  type DroppedItem,
+  type TurnPlan,
+} from './queue-plan.js';
+export {
   type QueueItem,
   type QueueItemState,
   type QueueItemKind,
@@ -171,14 +169,9 @@ export {
   type PendingReset,
   type PendingResetReason,
   type OutboxItem,
-  type QueueDisposition,
-  type AdmissionInput,
-  type Admission,
-  type DroppedItem,
-  type TurnPlan,
-  type SendSetting,
-  type ControlCommand,
-} from './queue-plan.js';
+} from './queue-records.js';
+export { summaryLine, overflowPrompt, collectPrompt, senderLabel, singleSender, COLLECT_HEADER, SUMMARY_MAX_CHARS } from './queue-prompts.js';
+export { parseControlCommand, describeSendSetting, type SendSetting, type ControlCommand } from './control-command.js';
 export { applyUsageReport, clearInstanceUsage, type UsageReport } from './usage.js';
 export { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
 export { DM_SENDERS_KEPT, describeDmSender, noteDmSender, sharedDmWarning, type DmSender, type DmMessage, type SharedDmWarning } from './shared-dm.js';
