@@ -104,12 +104,6 @@ export {
   resolveMaintenanceSettings,
   resolveCronRetentionMs,
   resolveMaintainEveryMs,
-  planCleanup,
-  planDueResets,
-  planCronRetention,
-  dueResetOf,
-  isCronSessionKey,
-  snapshotWithoutEntries,
   ROTATE_KEEP,
   DEFAULT_PRUNE_AFTER,
   DEFAULT_MAX_ENTRIES,
@@ -119,6 +113,10 @@ export {
   type MaintenanceMode,
   type MaintenanceSettings,
   type MaintenanceConfig,
+} from './maintenance-settings.js';
+
+export {
+  planCleanup,
   type ProtectionReason,
   type TranscriptSnapshot,
   type EntrySnapshot,
@@ -134,9 +132,17 @@ export {
   type CleanupStep,
   type DiskBudgetPlan,
   type CleanupPlan,
+} from './maintenance.js';
+
+export {
+  planDueResets,
+  planCronRetention,
+  dueResetOf,
+  isCronSessionKey,
+  snapshotWithoutEntries,
   type ResetCandidate,
   type DueReset,
-} from './maintenance.js';
+} from './maintain-plan.js';
 
 export {
   planAdmission,
