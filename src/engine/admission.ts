@@ -1,13 +1,11 @@
 // Admission: what one inbound message does to its session entry, decided inside the store
 // transaction — the record-only plan, or queue admission for agents with a runner (start, steer,
 // queue, collect, interrupt, drop, session commands). Pure apart from the store object it edits.
+// Its shapes are in admission-types.ts, the session commands themselves in session-commands.ts.
 
 import { randomUUID } from 'node:crypto';
 import {
-  applyQueueDirective,
   carriedOf,
-  describeQueueSettings,
-  describeSendSetting,
   enqueueItem,
   evaluateSendPolicy,
   parseControlCommand,
@@ -19,18 +17,14 @@ import {
   splitByInstance,
   type LaneName,
   type PendingReset,
-  type PlanMessage,
   type PlannedEntry,
-  type PlanContext,
   type QueueDirective,
   type QueueItem,
-  type SessionPlan,
 } from '../policy/index.js';
-import { lookupIdentityLink } from '../routing/index.js';
-import { DELIVERY_MIRROR_MODEL, INJECTED_MODEL, transcriptOnlyMarks, type NewTranscriptEntry, type SessionEntry, type SessionStore, type StoreLocation } from '../store/index.js';
+import type { SessionEntry, SessionStore } from '../store/index.js';
+import { planContextFor, planMessageOf, requesterOf, messageRecord } from './addressed.js';
+import type { Addressed, AdmitEnv, Outcome } from './admission-types.js';
 import { beforeResetFor } from './before-reset.js';
-import { transcriptNameFor, type EngineContext } from './context.js';
-import type { InboundMessage } from './message.js';
 import {
   THIS_PROCESS,
   clearDeadHolders,
@@ -46,157 +40,17 @@ import {
   setQueue,
   takeOutbox,
   type DroppedEvent,
-  type Liveness,
   type QueueEvent,
   type QueuedEntry,
   type SessionRef,
 } from './queue-state.js';
+import { commandReplyRecords, mayBeCommand, runCommand } from './session-commands.js';
 
-/**
- * `recorded`: stored (no runner, or a system event); `started`: stored and run now; `steered`:
- * parked for the active run's next boundary; `queued` / `collected`: held for a later turn (one
- * each / one batch); `interrupted`: the active run is aborted and this message runs after it;
- * `dropped`: not taken (reported by a dropped event); `duplicate`; `command`: a session command.
- */
-export type Disposition = 'recorded' | 'started' | 'steered' | 'queued' | 'collected' | 'interrupted' | 'dropped' | 'duplicate' | 'command';
-
-export interface ResetInfo {
-  reason: 'daily' | 'idle' | 'command';
-  previousSessionId: string;
-}
-
-/** A message with its address, between routing and storing. */
-export interface Addressed {
-  line: number;
-  message: InboundMessage;
-  agentId: string;
-  sessionKey: string;
-  matchedBy: string;
-  runId: string;
-  incognito: boolean;
-  /** Wall-clock ms when the line arrived (see NdjsonLine), if known. */
-  receivedAt?: number;
-  plan?: SessionPlan;
-  /** Set for agents with a runner: what admission decided (re-set on every mutator run). */
-  outcome?: Outcome;
-  /** Pinned (`sessionId`) to an instance that is no longer current: the rebind check failed. */
-  rebind?: Rebind;
-}
-
-/** Where a message pinned to a rotated-away instance goes instead of the current conversation. */
-export interface Rebind {
-  sessionId: string;
-  currentSessionId: string | null;
-  /** That instance's transcript (archived or not yet), if it still exists; found after planning. */
-  file: string | null;
-}
-
-/** What queue admission decided for one message of an agent with a runner. */
-export interface Outcome {
-  disposition: Disposition;
-  sessionId: string;
-  reset: ResetInfo | null;
-  /** Append the message's own record now (otherwise it is queued, dropped or in the outbox). */
-  record: boolean;
-  /** The text to record (reset trigger and `/queue` directive removed). */
-  text?: string;
-  /** Records owed to this transcript (the outbox), written before the message. */
-  before: NewTranscriptEntry[];
-  /** Records written after the message (a command's reply). */
-  after: NewTranscriptEntry[];
-  /** Events reported after this line's result (dropped, expired, reply, run_failed). */
-  events: QueueEvent[];
-}
-
-/** A run claimed for an idle session by this batch; it starts once the batch is on disk. */
-export interface StartClaim {
-  item: Addressed;
-  ref: SessionRef;
-  sessionId: string;
-  sessionFile: string;
-  lane: LaneName;
-  text: string;
-  deliveryContext?: QueueItem['deliveryContext'];
-}
-
-/** What one store's admission asks of the runtime once the batch is on disk. */
-export interface BatchEffects {
-  starts: StartClaim[];
-  aborts: { sessionKey: string; runId: string; reason: string }[];
-  /** In-process runs to show their entry (parked items, outbox, abort requests). */
-  observe: Map<string, QueuedEntry>;
-  drains: Map<string, SessionRef>;
-}
-
-
-export function planMessageOf(item: Addressed): PlanMessage {
-  const { message } = item;
-  return {
-    kind: message.kind,
-    text: message.text,
-    messageId: message.messageId,
-    sender: message.sender,
-    channel: message.route.channel,
-    accountId: message.route.accountId,
-    peer: message.route.peer,
-    parentPeer: message.route.parentPeer,
-    threadId: message.route.threadId,
-    ...(message.group ? { group: message.group } : {}),
-    ...(message.lineage ? { lineage: message.lineage } : {}),
-  };
-}
-
-/** The transcript record of one inbound message (user and cron turns are user messages). */
-export function messageRecord(item: Addressed, text: string | undefined, now: number): NewTranscriptEntry {
-  const { message } = item;
-  const meta: Record<string, unknown> = { channel: message.route.channel, runId: item.runId };
-  if (message.messageId !== undefined) meta.messageId = message.messageId;
-  if (message.sender) meta.sender = message.sender;
-  if (message.route.threadId) meta.threadId = message.route.threadId;
-  if (message.kind === 'heartbeat' || message.kind === 'system') {
-    return { type: 'custom', customType: message.kind, data: { text: text ?? null, timestamp: message.timestamp ?? now, ...meta } };
-  }
-  const record: Record<string, unknown> = {
-    role: 'user',
-    content: [{ type: 'text', text: text ?? '' }],
-    timestamp: message.timestamp ?? now,
-    ...meta,
-  };
-  if (message.cronJobId) record.cron = { jobId: message.cronJobId };
-  return { type: 'message', message: record };
-}
-
-
-export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number): PlanContext {
-  return {
-    sessionKey,
-    session: ctx.config.session,
-    now,
-    newSessionId: randomUUID,
-    transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
-    ...deliveryContextFor(ctx, sessionKey),
-  };
-}
-
-/** What the delivery rule needs to know of a session: is its address shared, who is linked to whom. */
-export function deliveryContextFor(ctx: EngineContext, sessionKey: string): Pick<PlanContext, 'sharedAddress' | 'identityOf'> {
-  // The agent's main session is where DMs of several senders meet (dmScope "main"; also a
-  // peerless or groupScope "main" message): its address belongs to one owner.
-  const rest = /^agent:[^:]+:(.+)$/.exec(sessionKey)?.[1];
-  return {
-    sharedAddress: rest === ctx.table.mainKey,
-    identityOf: (channel: string, peerId: string) => lookupIdentityLink(ctx.table.identityLinks, channel, peerId)?.canonical,
-  };
-}
+// ingest.ts and ingest-store.ts import these from here: re-exported so that the split left them as they were.
+export { messageRecord, requesterOf } from './addressed.js';
+export type { Addressed, AdmitEnv, BatchEffects, Disposition, ResetInfo } from './admission-types.js';
 
 const NO_DIRECTIVE: QueueDirective = { found: false, cleanedText: '', directiveOnly: false, errors: [] };
-
-export function requesterOf(message: InboundMessage): string {
-  const sender = message.sender?.id?.trim() || message.sender?.name?.trim();
-  if (sender) return sender;
-  const peer = message.route.peer;
-  return peer ? `${message.route.channel}:${peer.kind}:${peer.id}` : message.route.channel;
-}
 
 function runMessageText(item: Addressed, text: string | undefined): string {
   if (text !== undefined && text !== '') return text;
@@ -216,27 +70,6 @@ function keepInstance(entry: QueuedEntry, previous: QueuedEntry): QueuedEntry {
     else (kept as Record<string, unknown>)[field] = previous[field];
   }
   return kept;
-}
-
-function commandReplyRecords(text: string, now: number, runId: string, delivered: boolean, policy: { decision: string; rule: number | null }, deliveryContext: unknown): NewTranscriptEntry[] {
-  // A command's answer is no model output: marked so that OpenClaw never replays it (`command` tells it apart).
-  const reply: Record<string, unknown> = { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, runId, ...transcriptOnlyMarks(INJECTED_MODEL), command: true };
-  if (!delivered) Object.assign(reply, { delivered: false, policy });
-  const records: NewTranscriptEntry[] = [{ type: 'message', message: reply }];
-  if (delivered) {
-    records.push({ type: 'message', message: { role: 'assistant', content: [{ type: 'text', text }], timestamp: now, runId, ...transcriptOnlyMarks(DELIVERY_MIRROR_MODEL), deliveryContext: deliveryContext ?? null } });
-  }
-  return records;
-}
-
-export interface AdmitEnv {
-  ctx: EngineContext;
-  location: StoreLocation;
-  liveness: Liveness;
-  effects: BatchEffects;
-  now: number;
-  nowWall: number;
-  noWait: boolean;
 }
 
 /** Plans one message against the store being updated: queue admission for agents with a runner, else the record-only plan. */
@@ -264,59 +97,6 @@ export function admitItem(store: SessionStore, item: Addressed, env: AdmitEnv): 
   const plan = planSessionMessage(existing, planMessageOf(item), planContextFor(env.ctx, env.location, item.sessionKey, env.now));
   item.plan = plan;
   if (!plan.duplicate) store[item.sessionKey] = plan.entry as SessionEntry;
-}
-
-function mayBeCommand(item: Addressed): boolean {
-  return item.message.kind === 'user' && item.message.text !== undefined && item.message.text.trimStart().startsWith('/');
-}
-
-/** A session command (`/stop`, `/send …`, a `/queue` directive alone or an invalid one): applied now, answered with a reply. */
-function runCommand(
-  entry: QueuedEntry,
-  item: Addressed,
-  env: AdmitEnv,
-  command: { control: ReturnType<typeof parseControlCommand>; directive: QueueDirective },
-  events: QueueEvent[],
-): string {
-  const { control, directive } = command;
-  if (control?.kind === 'stop') {
-    // Queued items first, then the run; items the run has already taken for its next boundary
-    // go with it (injected if that boundary comes first, else dropped when it ends).
-    const queue = queueOf(entry);
-    const cancelled = queue.filter((waiting) => waiting.leasedBy === undefined);
-    setQueue(entry, queue.filter((waiting) => waiting.leasedBy !== undefined));
-    for (const waiting of cancelled) events.push(droppedEventOf(waiting, 'stopped'));
-    let aborted: string | undefined;
-    if (entry.activeRun) {
-      aborted = entry.activeRun.runId;
-      entry.abortRequested = aborted;
-      entry.stopRequested = aborted;
-      env.effects.aborts.push({ sessionKey: item.sessionKey, runId: aborted, reason: '/stop' });
-    }
-    return `Stopped: ${cancelled.length} queued message(s) cancelled; ${aborted ? `run ${aborted} aborted` : 'no run was active'}.`;
-  }
-  if (control?.kind === 'send-invalid') {
-    return `Invalid /send argument "${control.argument}": use /send on, /send off or /send inherit. Nothing was changed.`;
-  }
-  if (control?.kind === 'send') {
-    if (control.value === 'allow' || control.value === 'deny') entry.sendPolicy = control.value;
-    else if (control.value === 'inherit') delete entry.sendPolicy;
-    const effective = evaluateSendPolicy(
-      { sessionKey: item.sessionKey, channel: entry.channel ?? item.message.route.channel, chatType: entry.chatType ?? null, entryOverride: entry.sendPolicy ?? null },
-      env.ctx.config.session?.sendPolicy ?? null,
-    );
-    return describeSendSetting(entry.sendPolicy, effective);
-  }
-  if (directive.errors.length > 0) return `Invalid /queue directive: ${directive.errors.join('; ')}. Nothing was changed.`;
-  const current = { queueMode: entry.queueMode, queueDebounceMs: entry.queueDebounceMs, queueCap: entry.queueCap, queueDrop: entry.queueDrop };
-  const next = applyQueueDirective(current, directive) ?? current;
-  for (const field of ['queueMode', 'queueDebounceMs', 'queueCap', 'queueDrop'] as const) {
-    const value = (next as Record<string, unknown>)[field];
-    if (value === undefined) delete entry[field];
-    else (entry as Record<string, unknown>)[field] = value;
-  }
-  const settings = resolveQueueSettings({ channel: item.message.route.channel, entry, config: env.ctx.config.messages?.queue ?? null });
-  return `Queue settings: ${describeQueueSettings(settings)}${directive.reset ? ' (session override cleared)' : ''}`;
 }
 
 /** One message of a store with a runner: plan, rotation (now or deferred), command or queue admission. */

@@ -10,7 +10,7 @@ import type { RunnerSpec } from '../runner/index.js';
 import type { NewTranscriptEntry } from '../store/index.js';
 import type { EngineContext } from './context.js';
 import { runnerFor, type SessionRef } from './queue-state.js';
-import type { TurnSpec } from './runs.js';
+import type { TurnSpec } from './turn-spec.js';
 
 /** The runner message's `kind`, so a runner can tell this turn from a user's. */
 export const BEFORE_RESET_KIND = 'before-reset';

@@ -30,16 +30,8 @@ import {
 import { archiveFile, isInMemory, lockQueueState, setStoreUpkeepProvider, type SessionStore, type StoreLocation, type StoreUpkeep } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { busyKeysIn } from './queue.js';
-import {
-  ARCHIVE_FS,
-  archivedAtOf,
-  buildMaintenanceSnapshot,
-  fsyncFolder,
-  holdTranscriptLocks,
-  transcriptNameOf,
-  unlinkIfPresent,
-  type HeldLocks,
-} from './session-cleanup.js';
+import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent, type HeldLocks } from './cleanup-files.js';
+import { buildMaintenanceSnapshot, transcriptNameOf } from './cleanup-snapshot.js';
 
 /** How often, per store and process, the write path looks for entries older than pruneAfter. */
 const PRUNE_SCAN_INTERVAL_MS = 60_000;

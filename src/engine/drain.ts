@@ -42,7 +42,8 @@ import {
   type QueuedEntry,
   type SessionRef,
 } from './queue-state.js';
-import { executeTurn, updateStore, type TurnSpec } from './runs.js';
+import { executeTurn, updateStore } from './runs.js';
+import type { TurnSpec } from './turn-spec.js';
 import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
 import type { QueueRuntime } from './runtime.js';
 

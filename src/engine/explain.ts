@@ -4,7 +4,7 @@
 import { evaluateFreshness, evaluateSendPolicy, planDelivery, resetPolicyFor, resolveQueueSettings, type DeliveryAddress, type DeliveryOwner, type QueueSettings, type ResetPolicy } from '../policy/index.js';
 import { explainRoute, type RouteExplanation, type ResolvedRoute, type RouteInput } from '../routing/index.js';
 import { readSessionStore } from '../store/index.js';
-import { deliveryContextFor } from './admission.js';
+import { deliveryContextFor } from './addressed.js';
 import { storeFor, type EngineContext } from './context.js';
 import { routeSharedDmWarning } from './shared-dm.js';
 

@@ -31,7 +31,8 @@ import {
 } from '../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { handOffQueue, rotateInstance, turnBeforeReset, type BeforeResetReport } from './sessions.js';
-import { buildMaintenanceSnapshot, removeEntries, transcriptNameOf, type BusyKeysProvider, type CleanupProgress } from './session-cleanup.js';
+import { buildMaintenanceSnapshot, transcriptNameOf, type BusyKeysProvider } from './cleanup-snapshot.js';
+import { removeEntries, type CleanupProgress } from './session-cleanup.js';
 import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
 
 const RESET_CONCURRENCY = 8;

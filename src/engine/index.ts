@@ -40,15 +40,11 @@ export {
   type CleanupStoreResult,
   type CleanupReport,
 } from './session-cleanup-run.js';
+export { buildMaintenanceSnapshot, transcriptNameOf, type BusyKeysProvider, type BuiltSnapshot, type EntryIdentity } from './cleanup-snapshot.js';
 export {
-  buildMaintenanceSnapshot,
   applyCleanupPlan,
   removeEntries,
-  transcriptNameOf,
-  type BusyKeysProvider,
   type CleanupProgress,
-  type BuiltSnapshot,
-  type EntryIdentity,
   type RemovalCandidate,
   type RemovalOutcome,
   type ApplyOutcome,

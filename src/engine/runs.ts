@@ -1,23 +1,13 @@
 // One turn of one session, run to its end: the session write lock (the session lane) is held for
 // the whole run and a global lane slot while the runner works; runner events are recorded in
-// order, parked steering is injected at boundaries, replies pass sendPolicy and are mirrored.
+// order (what each writes, replies through sendPolicy: turn-writer.ts), parked steering is
+// injected at boundaries.
 
 import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
-import { applyUsageReport, carriedOf, evaluateSendPolicy, parkedPrefix, type UsageReport, type CarriedMessage, type LaneName, type QueueDeliveryContext, type QueueItem } from '../policy/index.js';
-import { startRun, type RunEndEvent, type RunEvent, type RunHandle, type RunMessage, type RunnerSpec } from '../runner/index.js';
-import {
-  DELIVERY_MIRROR_MODEL,
-  appendEntries,
-  isInMemory,
-  readSessionStore,
-  withLock,
-  type LockHandle,
-  type NewTranscriptEntry,
-  type StoreLocation,
-  type TranscriptSessionInfo,
-  transcriptOnlyMarks,
-} from '../store/index.js';
+import { carriedOf, parkedPrefix, type CarriedMessage, type QueueItem } from '../policy/index.js';
+import { startRun, type RunEndEvent, type RunHandle } from '../runner/index.js';
+import { isInMemory, withLock, type LockHandle, type StoreLocation } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { acquireLaneSlot, type LaneSlot } from './lanes.js';
 import {
@@ -28,15 +18,18 @@ import {
   runMessageOf,
   sessionRefKey,
   setQueue,
-  peekOutbox,
   type QueueEvent,
   type QueuedEntry,
   type RunFailedEvent,
   type SessionRef,
 } from './queue-state.js';
 import { commitClaim, commitSteer, recordedRunIds, releaseSession, releaseUnstarted, updateStore } from './run-store.js';
+import type { TurnSpec } from './turn-spec.js';
+import { TurnWriter } from './turn-writer.js';
 
 export { updateStore };
+// ingest.ts imports TurnSpec from here: re-exported so that the split left it as it was.
+export type { TurnSpec };
 
 /** What the process-wide queue runtime offers a run. */
 export interface RunHost {
@@ -47,58 +40,6 @@ export interface RunHost {
   takePendingAbort(runId: string): string | undefined;
   /** After a failure to get the session lock: stop draining this session in this process. */
   suppressDrain(ref: SessionRef): void;
-}
-
-export interface TurnSpec {
-  ref: SessionRef;
-  sessionId: string;
-  transcript: string;
-  runId: string;
-  lane: LaneName;
-  spec: RunnerSpec;
-  /** What the runner gets. */
-  messages: RunMessage[];
-  /** Written under the run's lock before the runner starts (the consumed queue items). */
-  startRecords: NewTranscriptEntry[];
-  /** The queue items this turn claimed (left queued if the session lock cannot be had). */
-  items: QueueItem[];
-  /** Taken over from a run that died: its items may be recorded already (checked first). */
-  recheck?: boolean;
-  deliveryContext?: QueueDeliveryContext;
-  /** `before-reset`: the agent's turn on an instance about to be reset; its replies are not delivered. */
-  shape: 'start' | 'single' | 'collect' | 'overflow' | 'before-reset';
-  /** overflow turns: what the overflow event reports. */
-  overflow?: { dropped: number; summary: string[] };
-}
-
-/** Appends under the run's lock; the first failure (lock lost, disk) stops every later write. */
-class TurnWriter {
-  failure: unknown;
-
-  constructor(
-    private readonly file: string,
-    private readonly handle: LockHandle,
-    private readonly session: TranscriptSessionInfo,
-    private readonly ctx: EngineContext,
-    private readonly onFailure: (err: unknown) => void,
-  ) {}
-
-  get failed(): boolean {
-    return this.failure !== undefined;
-  }
-
-  async append(entries: readonly NewTranscriptEntry[]): Promise<boolean> {
-    if (this.failed) return false;
-    if (entries.length === 0) return true;
-    try {
-      await appendEntries(this.file, entries, { handle: this.handle, session: this.session, clock: this.ctx.clock });
-      return true;
-    } catch (err) {
-      this.failure = err;
-      this.onFailure(err);
-      return false;
-    }
-  }
 }
 
 export class LocalRun {
@@ -116,10 +57,7 @@ export class LocalRun {
   private leaseAgain = false;
   private chain: Promise<void> = Promise.resolve();
   private writer: TurnWriter | undefined;
-  private lastAssistant: string | undefined;
   private finished = false;
-  /** Outbox items this run has taken to append (ids): never appended twice by it. */
-  private readonly outboxAppended = new Set<string>();
   /** Set when the turn was taken over from a dead run that had recorded it: the run_failed message. */
   private orphaned: string | undefined;
 
@@ -167,7 +105,7 @@ export class LocalRun {
     const unleased = parkedPrefix(queueOf(entry), this.turn.sessionId).some((item) => item.leasedBy !== this.runId);
     if (unleased && this.abortReason === undefined) void this.lease();
     // Before the run has its lock, the outbox is taken when it starts.
-    if (this.writer !== undefined && Array.isArray(entry.outbox) && entry.outbox.length > 0) this.enqueue(() => this.flushOutbox());
+    if (this.writer !== undefined && Array.isArray(entry.outbox) && entry.outbox.length > 0) this.enqueue(() => this.writer!.flushOutbox());
   }
 
   /**
@@ -222,8 +160,7 @@ export class LocalRun {
   /** Runs the turn while holding the session write lock (handle). Never throws. */
   async execute(handle: LockHandle): Promise<void> {
     const turn = this.turn;
-    const session = { sessionId: turn.sessionId, sessionKey: turn.ref.sessionKey, agentId: turn.ref.agentId };
-    this.writer = new TurnWriter(turn.transcript, handle, session, this.ctx, (err) => this.abort(`transcript write failed: ${toSwitchboardError(err).message}`));
+    this.writer = new TurnWriter(this.ctx, turn, handle, (event) => this.emit(event), (err) => this.abort(`transcript write failed: ${toSwitchboardError(err).message}`));
     const onLost = (): void => this.abort('the session write lock was lost');
     handle.signal.addEventListener('abort', onLost, { once: true });
     let end: RunEndEvent | undefined;
@@ -232,7 +169,7 @@ export class LocalRun {
       const pending = this.host.takePendingAbort(turn.runId);
       if (pending !== undefined) this.abort(pending);
       // The entry as it is now: parked items and abort requests that came before the run did.
-      const { records: outbox, ids: outboxIds, entry } = await this.readOutbox();
+      const { records: outbox, ids: outboxIds, entry } = await this.writer.readOutbox();
       this.observe(entry);
       await this.leasing;
       // A turn taken over from a dead run whose records made it to disk is not run a second
@@ -328,7 +265,7 @@ export class LocalRun {
         const steered = this.steerAtBoundary(handle);
         if (steered.length > 0) this.enqueue(() => this.recordSteer(steered, at));
       } else {
-        this.enqueue(() => this.record(event, at));
+        this.enqueue(() => this.writer!.record(event, at));
       }
     }
     return end ?? (await handle.ended);
@@ -342,51 +279,6 @@ export class LocalRun {
     for (const item of items) this.steeredIds.add(item.runId);
     this.carried.push(...items.map(carriedOf));
     return items;
-  }
-
-  private async record(event: Exclude<RunEvent, RunEndEvent | { type: 'boundary' }>, at: number): Promise<void> {
-    const runId = this.turn.runId;
-    const timestamp = new Date(at).toISOString();
-    switch (event.type) {
-      case 'tool_call':
-        await this.writer!.append([{ type: 'tool_call', timestamp, runId, toolCallId: event.id, name: event.name, args: event.args ?? null }]);
-        return;
-      case 'tool_result': {
-        const record: NewTranscriptEntry = { type: 'tool_result', timestamp, runId, toolCallId: event.id, output: event.output ?? null };
-        if (event.isError !== undefined) record.isError = event.isError;
-        await this.writer!.append([record]);
-        return;
-      }
-      case 'assistant':
-        this.lastAssistant = event.text;
-        await this.writer!.append([assistantRecord(event.text, at, { runId })]);
-        return;
-      case 'reply':
-        await this.deliver(event.text, at);
-        return;
-      case 'usage':
-        await this.recordUsage(event.usage, timestamp);
-        return;
-      default:
-        return; // hello, stderr: nothing to record
-    }
-  }
-
-  /**
-   * A usage report: recorded first (a `custom` record, customType `usage`), then copied onto the
-   * entry (model, token counts) if the entry still names this run's instance.
-   */
-  private async recordUsage(usage: UsageReport, timestamp: string): Promise<void> {
-    const turn = this.turn;
-    if (!(await this.writer!.append([{ type: 'custom', timestamp, customType: 'usage', data: { runId: turn.runId, ...usage } }]))) return;
-    try {
-      await updateStore(this.ctx, this.location, (store) => {
-        const entry = store[turn.ref.sessionKey];
-        if (entry !== undefined && entry.sessionId === turn.sessionId && applyUsageReport(entry, usage)) entry.updatedAt = this.ctx.clock.now();
-      });
-    } catch {
-      // The record is on disk; the entry's copy is only a summary, refreshed by the next report.
-    }
   }
 
   /**
@@ -405,76 +297,6 @@ export class LocalRun {
     if (recorded) await commitSteer(this.ctx, this.turn.ref, this.turn.runId, items, [...this.carried]);
   }
 
-  /** sendPolicy, the reply record, the delivery mirror, then the reply event. */
-  /** `at`: when the runner produced the reply (its record's time; the mirror is stamped when delivered). */
-  private async deliver(text: string, at: number): Promise<void> {
-    const turn = this.turn;
-    if (turn.shape === 'before-reset') {
-      // The conversation is ending: what the agent says now is kept in the transcript, not sent.
-      await this.writer!.append([assistantRecord(text, at, { runId: turn.runId, reply: true, delivered: false, beforeReset: true })]);
-      return;
-    }
-    let entry: QueuedEntry | undefined;
-    try {
-      entry = (await readSessionStore(this.location.storePath))[turn.ref.sessionKey] as QueuedEntry | undefined;
-    } catch {
-      entry = undefined;
-    }
-    const deliveryContext = (turn.deliveryContext ?? entry?.deliveryContext ?? null) as Record<string, unknown> | null;
-    const policy = evaluateSendPolicy(
-      {
-        sessionKey: turn.ref.sessionKey,
-        // The channel the reply goes out on: a rule denying Slack stops a Slack reply of a linked session.
-        channel: (deliveryContext?.channel as string | undefined) ?? entry?.channel ?? null,
-        chatType: entry?.chatType ?? null,
-        entryOverride: entry?.sendPolicy ?? null,
-      },
-      this.ctx.config.session?.sendPolicy ?? null,
-    );
-    const delivered = policy.decision === 'allow';
-    const now = this.ctx.clock.now();
-    const records: NewTranscriptEntry[] = [];
-    if (!delivered) {
-      records.push(assistantRecord(text, at, { runId: turn.runId, reply: true, delivered: false, policy: { decision: policy.decision, rule: policy.rule, source: policy.source } }));
-    } else {
-      if (text !== this.lastAssistant) records.push(assistantRecord(text, at, { runId: turn.runId, reply: true }));
-      records.push(assistantRecord(text, now, { runId: turn.runId, ...transcriptOnlyMarks(DELIVERY_MIRROR_MODEL), deliveryContext }));
-    }
-    if (!(await this.writer!.append(records))) return;
-    this.emit({
-      type: 'reply',
-      runId: turn.runId,
-      sessionKey: turn.ref.sessionKey,
-      sessionId: turn.sessionId,
-      text,
-      deliveryContext,
-      delivered,
-      policy: { decision: policy.decision, rule: policy.rule },
-    });
-  }
-
-  /**
-   * The entry as stored now and its outbox's records (left in the outbox until appended), but
-   * none this run has appended already: their removal from the store may still be under way.
-   */
-  private async readOutbox(): Promise<{ records: NewTranscriptEntry[]; ids: string[]; entry: QueuedEntry | undefined }> {
-    try {
-      const entry = (await readSessionStore(this.location.storePath))[this.turn.ref.sessionKey] as QueuedEntry | undefined;
-      const fresh = entry && Array.isArray(entry.outbox) ? { ...entry, outbox: entry.outbox.filter((item) => !this.outboxAppended.has(item.id)) } : entry;
-      const peeked = peekOutbox(fresh);
-      for (const id of peeked.ids) this.outboxAppended.add(id);
-      return { ...peeked, entry };
-    } catch {
-      return { records: [], ids: [], entry: undefined }; // they stay in the outbox for the next holder
-    }
-  }
-
-  /** Appends what waits in the outbox, then takes it out of the outbox (in that order). */
-  private async flushOutbox(): Promise<void> {
-    const { records, ids } = await this.readOutbox();
-    if (records.length > 0 && (await this.writer!.append(records))) await commitClaim(this.ctx, this.turn.ref, undefined, ids);
-  }
-
   /** run_failed when it did not end `done`, then the session goes back to its queue. */
   private async finish(end: RunEndEvent): Promise<void> {
     const turn = this.turn;
@@ -491,16 +313,12 @@ export class LocalRun {
     }
     this.finished = true;
     await this.leasing;
-    if (this.writer !== undefined) await this.flushOutbox();
+    if (this.writer !== undefined) await this.writer.flushOutbox();
     const { dropped, reason, cancelled } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds);
     for (const item of dropped) this.emit(droppedEventOf(item, reason));
     for (const event of cancelled) this.emit(event);
     this.emit({ type: 'run_ended', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status: failure?.status ?? 'done' });
   }
-}
-
-function assistantRecord(text: string, at: number, extra: Record<string, unknown>): NewTranscriptEntry {
-  return { type: 'message', timestamp: new Date(at).toISOString(), message: { role: 'assistant', content: [{ type: 'text', text }], timestamp: at, ...extra } };
 }
 
 /**

@@ -8,7 +8,8 @@ import { readSessionStore, type SessionStore } from '../store/index.js';
 
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { learnLiveness, ownerAlive, queueOf, runAlive, runnerFor, sessionRefKey, type Liveness, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
-import { LocalRun, executeTurn, type RunHost, type TurnSpec } from './runs.js';
+import { LocalRun, executeTurn, type RunHost } from './runs.js';
+import type { TurnSpec } from './turn-spec.js';
 import { drainOnce } from './drain.js';
 
 const POLL_INTERVAL_MS = 250;

@@ -1,6 +1,6 @@
 // One `sessions cleanup` run: its options, the per-store plan → apply (the plan comes from policy/,
-// snapshot and removal from session-cleanup.ts), and the summary in OpenClaw's shape that the CLI
-// prints; one failing store does not stop the others.
+// the snapshot from cleanup-snapshot.ts, removal from session-cleanup.ts), and the summary in
+// OpenClaw's shape that the CLI prints; one failing store does not stop the others.
 
 import path from 'node:path';
 import { SwitchboardError, toSwitchboardError, type ErrorCode } from '../core/index.js';
@@ -18,13 +18,8 @@ import {
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import type { StoreLocation } from '../store/index.js';
 import { knownAgentIds, type EngineContext } from './context.js';
-import {
-  applyCleanupPlan,
-  buildMaintenanceSnapshot,
-  type ApplyOutcome,
-  type BusyKeysProvider,
-  type CleanupProgress,
-} from './session-cleanup.js';
+import { buildMaintenanceSnapshot, type BusyKeysProvider } from './cleanup-snapshot.js';
+import { applyCleanupPlan, type ApplyOutcome, type CleanupProgress } from './session-cleanup.js';
 import { selectStores, type StoreSelection } from './sessions.js';
 
 export interface SessionCleanupOptions extends StoreSelection {

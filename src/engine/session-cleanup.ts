@@ -1,47 +1,21 @@
 // The file side of session cleanup, shared by `sessions cleanup` (session-cleanup-run.ts), maintain
-// and the cleanup on write: the stat-only snapshot of a store that policy/ plans on, and applying a
-// plan — archiving before anything leaves, re-checking every entry under its lock.
+// and the cleanup on write: applying a plan made on the snapshot of cleanup-snapshot.ts — archiving
+// before anything leaves, re-checking every entry under its lock.
 
-import { constants as fsConstants, promises as fsp, type Dirent } from 'node:fs';
+import { constants as fsConstants, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, errnoOf, inPool, ioError, toSwitchboardError } from '../core/index.js';
-import {
-  type BudgetRemoval,
-  type CleanupPlan,
-  type EntrySnapshot,
-  type MaintenanceSnapshot,
-  type ProtectedKey,
-  type SessionAction,
-} from '../policy/index.js';
-import {
-  archiveFile,
-  entryTranscriptName,
-  nodeStoreFileSystem,
-  parseArchiveName,
-  parseKeptCopyName,
-  readSessionStore,
-  sessionEntryProblem,
-  transactSessionStore,
-  updateSessionStore,
-  withLock,
-  type LockOptions,
-  type SessionEntry,
-  type SessionStore,
-  type StoreFileSystem,
-  type StoreLocation,
-} from '../store/index.js';
-import { queueBusyKeys } from './queue.js';
-import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
+import { SwitchboardError, errnoOf, inPool, ioError } from '../core/index.js';
+import type { BudgetRemoval, CleanupPlan, SessionAction } from '../policy/index.js';
+import { archiveFile, transactSessionStore, updateSessionStore, withLock, type StoreLocation } from '../store/index.js';
+import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent } from './cleanup-files.js';
+import { transcriptNameOf, type BuiltSnapshot, type EntryIdentity } from './cleanup-snapshot.js';
+import { sessionLockOptions, type EngineContext } from './context.js';
 
-/** Files stat-ed at once while building a snapshot: enough to hide latency, few file handles. */
-const STAT_CONCURRENCY = 64;
 /**
  * Entries removed per store write; each chunk holds its transcripts' locks meanwhile. Taking and
  * releasing a lock (~10 file operations) dominates the cost, not the store rewrite.
  */
 const REMOVE_CHUNK = 512;
-const TRANSCRIPT_SUFFIX = '.jsonl';
-const LOCK_SUFFIX = '.lock';
 
 export interface CleanupProgress {
   agentId: string;
@@ -49,176 +23,6 @@ export interface CleanupProgress {
   done: number;
   total: number;
 }
-
-/**
- * Keys that have a run in progress or queued work; by default the durable queue's
- * `queueBusyKeys` (held transcript locks are found by the snapshot itself).
- */
-export type BusyKeysProvider = (location: StoreLocation) => Promise<readonly ProtectedKey[]>;
-
-// ---------------------------------------------------------------------------------------------
-// Snapshot (stat only: transcript contents are never read)
-
-/** The raw entry values the apply step compares against to see that a row did not change. */
-export interface EntryIdentity {
-  sessionId: unknown;
-  updatedAt: unknown;
-}
-
-export interface BuiltSnapshot {
-  snapshot: MaintenanceSnapshot;
-  /** key → sessionId/updatedAt exactly as read. */
-  identities: Map<string, EntryIdentity>;
-}
-
-export interface SnapshotOptions {
-  busyKeys?: BusyKeysProvider;
-  /** The store as it stands (the write path's upkeep, under the store lock); read from disk when absent. */
-  store?: SessionStore;
-  onProgress?: (done: number, total: number) => void;
-}
-
-
-
-/**
- * The transcript file name an entry refers to, or null when the entry is of the wrong shape (its
- * names cannot be trusted: archiving "its" file could move sessions.json or another session's).
- */
-export function transcriptNameOf(location: StoreLocation, entry: SessionEntry): string | null {
-  if (sessionEntryProblem(entry, location.sessionsDir) !== null) return null;
-  try {
-    return path.basename(transcriptPathIn(location, entryTranscriptName(entry)));
-  } catch {
-    return null;
-  }
-}
-
-function modelOf(entry: SessionEntry): string | null {
-  const model = entry.modelOverride ?? entry.model;
-  return typeof model === 'string' ? model : null;
-}
-
-/**
- * One readdir of the sessions folder plus a stat per transcript/archive (bounded concurrency):
- * what exists, how big it is, which transcripts are locked and which files nobody references.
- */
-export async function buildMaintenanceSnapshot(location: StoreLocation, options: SnapshotOptions = {}): Promise<BuiltSnapshot> {
-  const store = options.store ?? (await readSessionStore(location.storePath));
-  const storeFileName = path.basename(location.storePath);
-  let dirents: Dirent[] = [];
-  try {
-    dirents = await fsp.readdir(location.sessionsDir, { withFileTypes: true });
-  } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw ioError(`cannot list ${location.sessionsDir}`, err, { path: location.sessionsDir });
-  }
-  const files = new Set<string>();
-  const locked = new Set<string>();
-  for (const dirent of dirents) {
-    if (dirent.isDirectory() && dirent.name.endsWith(LOCK_SUFFIX)) locked.add(dirent.name.slice(0, -LOCK_SUFFIX.length));
-    else if (dirent.isFile()) files.add(dirent.name);
-  }
-
-  const identities = new Map<string, EntryIdentity>();
-  const entries: EntrySnapshot[] = [];
-  const referenced = new Set<string>();
-  for (const [key, entry] of Object.entries(store)) {
-    const name = transcriptNameOf(location, entry);
-    if (name !== null) referenced.add(name);
-    identities.set(key, { sessionId: entry.sessionId, updatedAt: entry.updatedAt });
-    entries.push({
-      key,
-      sessionId: String(entry.sessionId),
-      updatedAt: typeof entry.updatedAt === 'number' && Number.isFinite(entry.updatedAt) ? entry.updatedAt : null,
-      pinned: entry.pinned === true,
-      model: modelOf(entry),
-      transcript: { name, exists: name !== null && files.has(name), bytes: 0 },
-    });
-  }
-
-  const archives: MaintenanceSnapshot['archives'][number][] = [];
-  const unreferenced: MaintenanceSnapshot['unreferenced'][number][] = [];
-  const storeBackups: MaintenanceSnapshot['storeBackups'][number][] = [];
-  const backupPattern = new RegExp(`^${storeFileName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.bak\\.(\\d+)$`);
-  const toStat: { name: string; apply: (size: number, mtimeMs: number) => void }[] = [];
-  for (const name of files) {
-    const archive = parseArchiveName(name);
-    if (archive !== null) {
-      toStat.push({ name, apply: (bytes) => archives.push({ name, reason: archive.reason, archivedAt: archive.archivedAt, bytes }) });
-      continue;
-    }
-    // doctor's kept originals fall under the same retention (and disk budget) as archives.
-    const kept = parseKeptCopyName(name);
-    if (kept !== null) {
-      toStat.push({ name, apply: (bytes) => archives.push({ name, reason: kept.tag, archivedAt: kept.keptAt, bytes }) });
-      continue;
-    }
-    const backup = backupPattern.exec(name);
-    if (backup !== null) {
-      toStat.push({ name, apply: (bytes) => storeBackups.push({ name, createdAt: Number(backup[1]), bytes }) });
-      continue;
-    }
-    // A transcript nobody references and nobody holds: an orphan only the disk budget removes.
-    if (name.endsWith(TRANSCRIPT_SUFFIX) && !referenced.has(name) && !locked.has(name)) {
-      toStat.push({ name, apply: (bytes, mtimeMs) => unreferenced.push({ name, bytes, mtimeMs }) });
-    }
-  }
-  const byName = new Map<string, EntrySnapshot[]>();
-  for (const entry of entries) {
-    if (entry.transcript.exists) {
-      const list = byName.get(entry.transcript.name!) ?? [];
-      list.push(entry);
-      byName.set(entry.transcript.name!, list);
-    }
-  }
-  for (const [name, list] of byName) {
-    toStat.push({
-      name,
-      apply: (bytes) => {
-        for (const entry of list) entry.transcript.bytes = bytes;
-      },
-    });
-  }
-
-  let done = 0;
-  // The start counts too: a display decides from the total whether there is much to do.
-  options.onProgress?.(0, toStat.length);
-  await inPool(toStat, STAT_CONCURRENCY, async (item) => {
-    const file = path.join(location.sessionsDir, item.name);
-    try {
-      const stats = await fsp.stat(file);
-      item.apply(stats.size, stats.mtimeMs);
-    } catch (err) {
-      // Gone between readdir and stat (archived or removed by someone else): treat as missing.
-      if (errnoOf(err) !== 'ENOENT') throw ioError(`cannot stat ${file}`, err, { path: file });
-      for (const entry of byName.get(item.name) ?? []) entry.transcript.exists = false;
-    }
-    done += 1;
-    if (done % 500 === 0) options.onProgress?.(done, toStat.length);
-  });
-
-  let storeBytes = 0;
-  try {
-    storeBytes = (await fsp.stat(location.storePath)).size;
-  } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw ioError(`cannot stat ${location.storePath}`, err, { path: location.storePath });
-  }
-
-  const protectedKeys: ProtectedKey[] = [];
-  for (const entry of entries) {
-    if (entry.transcript.name !== null && locked.has(entry.transcript.name)) protectedKeys.push({ key: entry.key, reason: 'locked' });
-  }
-  // Running and queued sessions (the durable queue in the entries) are protected like locked ones.
-  protectedKeys.push(...(await (options.busyKeys ?? queueBusyKeys)(location)));
-
-  // Sorted so that the plan (and its JSON) does not depend on readdir order.
-  archives.sort((a, b) => (a.name < b.name ? -1 : 1));
-  unreferenced.sort((a, b) => (a.name < b.name ? -1 : 1));
-  storeBackups.sort((a, b) => (a.name < b.name ? -1 : 1));
-  return { snapshot: { storeFileName, storeBytes, entries, archives, unreferenced, storeBackups, protectedKeys }, identities };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Applying
 
 export interface RemovalCandidate {
   key: string;
@@ -232,48 +36,6 @@ export interface RemovalCandidate {
 export interface RemovalOutcome {
   removed: { key: string; sessionId: string; archivedTo: string | null }[];
   skipped: { key: string; reason: string }[];
-}
-
-export interface HeldLocks {
-  held: Set<string>;
-  failed: Map<string, string>;
-  release(): Promise<void>;
-}
-
-/**
- * Takes the write locks of many transcripts at once without waiting for busy ones (a live lock
- * means a run is writing: that session is protected now). Released together by release().
- */
-export async function holdTranscriptLocks(items: { id: string; file: string; sessionKey: string }[], lockOptions: (key: string) => LockOptions): Promise<HeldLocks> {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const holdings: Promise<unknown>[] = [];
-  const outcomes = await Promise.all(
-    items.map(
-      (item) =>
-        new Promise<{ id: string; ok: boolean; reason?: string }>((resolve) => {
-          const holding = withLock(item.file, { ...lockOptions(item.sessionKey), acquireTimeoutMs: 0 }, async () => {
-            resolve({ id: item.id, ok: true });
-            await gate;
-          });
-          holdings.push(holding);
-          holding.catch((err: unknown) => {
-            const error = toSwitchboardError(err);
-            resolve({ id: item.id, ok: false, reason: error.code === 'SESSION_BUSY' ? 'busy' : `lock failed: ${error.code}` });
-          });
-        }),
-    ),
-  );
-  const held = new Set(outcomes.filter((o) => o.ok).map((o) => o.id));
-  const failed = new Map(outcomes.filter((o) => !o.ok).map((o) => [o.id, o.reason ?? 'busy']));
-  return {
-    held,
-    failed,
-    release: async () => {
-      open();
-      await Promise.allSettled(holdings);
-    },
-  };
 }
 
 /**
@@ -337,32 +99,6 @@ export async function removeEntries(
   return outcome;
 }
 
-/** archiveFile's file system, its per-rename folder fsync left to removeEntries (once per chunk). */
-export const ARCHIVE_FS: StoreFileSystem = {
-  ...nodeStoreFileSystem,
-  // archiveFile fsyncs only the folder of the renamed file, never the file itself.
-  fsyncPath: async () => undefined,
-};
-
-export async function fsyncFolder(dir: string): Promise<void> {
-  try {
-    await nodeStoreFileSystem.fsyncPath(dir);
-  } catch (err) {
-    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw ioError(`cannot fsync ${dir}`, err, { path: dir });
-  }
-}
-
-/** Deletes one file; a file already gone counts as done. Returns whether it was there. */
-export async function unlinkIfPresent(file: string): Promise<boolean> {
-  try {
-    await fsp.unlink(file);
-    return true;
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return false;
-    throw ioError(`cannot delete ${file}`, err, { path: file });
-  }
-}
-
 export interface ApplyOutcome {
   removed: Map<string, { action: SessionAction; archivedTo: string | null }>;
   skipped: { key: string; reason: string }[];
@@ -423,11 +159,6 @@ export async function applyCleanupPlan(
     }
   }
   return outcome;
-}
-
-/** When a file whose name says it is an archive or a doctor copy was made; null for any other name. */
-export function archivedAtOf(name: string): number | null {
-  return parseArchiveName(name)?.archivedAt ?? parseKeptCopyName(name)?.keptAt ?? null;
 }
 
 /** Keeps a copy of the store file as `<store>.bak.<ms>` and drops the rotated copies beyond the kept ones. */

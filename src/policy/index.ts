@@ -104,12 +104,6 @@ export {
   resolveMaintenanceSettings,
   resolveCronRetentionMs,
   resolveMaintainEveryMs,
-  planCleanup,
-  planDueResets,
-  planCronRetention,
-  dueResetOf,
-  isCronSessionKey,
-  snapshotWithoutEntries,
   ROTATE_KEEP,
   DEFAULT_PRUNE_AFTER,
   DEFAULT_MAX_ENTRIES,
@@ -119,6 +113,10 @@ export {
   type MaintenanceMode,
   type MaintenanceSettings,
   type MaintenanceConfig,
+} from './maintenance-settings.js';
+
+export {
+  planCleanup,
   type ProtectionReason,
   type TranscriptSnapshot,
   type EntrySnapshot,
@@ -134,9 +132,17 @@ export {
   type CleanupStep,
   type DiskBudgetPlan,
   type CleanupPlan,
+} from './maintenance.js';
+
+export {
+  planDueResets,
+  planCronRetention,
+  dueResetOf,
+  isCronSessionKey,
+  snapshotWithoutEntries,
   type ResetCandidate,
   type DueReset,
-} from './maintenance.js';
+} from './maintain-plan.js';
 
 export {
   planAdmission,
@@ -150,15 +156,13 @@ export {
   carriedOf,
   waitingItems,
   isBusy,
-  summaryLine,
-  overflowPrompt,
-  collectPrompt,
-  senderLabel,
-  singleSender,
-  parseControlCommand,
-  describeSendSetting,
-  COLLECT_HEADER,
-  SUMMARY_MAX_CHARS,
+  type QueueDisposition,
+  type AdmissionInput,
+  type Admission,
+  type DroppedItem,
+  type TurnPlan,
+} from './queue-plan.js';
+export {
   type QueueItem,
   type QueueItemState,
   type QueueItemKind,
@@ -171,14 +175,9 @@ export {
   type PendingReset,
   type PendingResetReason,
   type OutboxItem,
-  type QueueDisposition,
-  type AdmissionInput,
-  type Admission,
-  type DroppedItem,
-  type TurnPlan,
-  type SendSetting,
-  type ControlCommand,
-} from './queue-plan.js';
+} from './queue-records.js';
+export { summaryLine, overflowPrompt, collectPrompt, senderLabel, singleSender, COLLECT_HEADER, SUMMARY_MAX_CHARS } from './queue-prompts.js';
+export { parseControlCommand, describeSendSetting, type SendSetting, type ControlCommand } from './control-command.js';
 export { applyUsageReport, clearInstanceUsage, type UsageReport } from './usage.js';
 export { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
 export { DM_SENDERS_KEPT, describeDmSender, noteDmSender, sharedDmWarning, type DmSender, type DmMessage, type SharedDmWarning } from './shared-dm.js';

@@ -1,0 +1,76 @@
+// An addressed message as the later steps see it: the planner's input and context (with the
+// delivery rule's view of the session), its transcript record, and who asked for it.
+
+import { randomUUID } from 'node:crypto';
+import type { PlanContext, PlanMessage } from '../policy/index.js';
+import { lookupIdentityLink } from '../routing/index.js';
+import type { NewTranscriptEntry, StoreLocation } from '../store/index.js';
+import type { Addressed } from './admission-types.js';
+import { transcriptNameFor, type EngineContext } from './context.js';
+import type { InboundMessage } from './message.js';
+
+export function planMessageOf(item: Addressed): PlanMessage {
+  const { message } = item;
+  return {
+    kind: message.kind,
+    text: message.text,
+    messageId: message.messageId,
+    sender: message.sender,
+    channel: message.route.channel,
+    accountId: message.route.accountId,
+    peer: message.route.peer,
+    parentPeer: message.route.parentPeer,
+    threadId: message.route.threadId,
+    ...(message.group ? { group: message.group } : {}),
+    ...(message.lineage ? { lineage: message.lineage } : {}),
+  };
+}
+
+/** The transcript record of one inbound message (user and cron turns are user messages). */
+export function messageRecord(item: Addressed, text: string | undefined, now: number): NewTranscriptEntry {
+  const { message } = item;
+  const meta: Record<string, unknown> = { channel: message.route.channel, runId: item.runId };
+  if (message.messageId !== undefined) meta.messageId = message.messageId;
+  if (message.sender) meta.sender = message.sender;
+  if (message.route.threadId) meta.threadId = message.route.threadId;
+  if (message.kind === 'heartbeat' || message.kind === 'system') {
+    return { type: 'custom', customType: message.kind, data: { text: text ?? null, timestamp: message.timestamp ?? now, ...meta } };
+  }
+  const record: Record<string, unknown> = {
+    role: 'user',
+    content: [{ type: 'text', text: text ?? '' }],
+    timestamp: message.timestamp ?? now,
+    ...meta,
+  };
+  if (message.cronJobId) record.cron = { jobId: message.cronJobId };
+  return { type: 'message', message: record };
+}
+
+export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number): PlanContext {
+  return {
+    sessionKey,
+    session: ctx.config.session,
+    now,
+    newSessionId: randomUUID,
+    transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
+    ...deliveryContextFor(ctx, sessionKey),
+  };
+}
+
+/** What the delivery rule needs to know of a session: is its address shared, who is linked to whom. */
+export function deliveryContextFor(ctx: EngineContext, sessionKey: string): Pick<PlanContext, 'sharedAddress' | 'identityOf'> {
+  // The agent's main session is where DMs of several senders meet (dmScope "main"; also a
+  // peerless or groupScope "main" message): its address belongs to one owner.
+  const rest = /^agent:[^:]+:(.+)$/.exec(sessionKey)?.[1];
+  return {
+    sharedAddress: rest === ctx.table.mainKey,
+    identityOf: (channel: string, peerId: string) => lookupIdentityLink(ctx.table.identityLinks, channel, peerId)?.canonical,
+  };
+}
+
+export function requesterOf(message: InboundMessage): string {
+  const sender = message.sender?.id?.trim() || message.sender?.name?.trim();
+  if (sender) return sender;
+  const peer = message.route.peer;
+  return peer ? `${message.route.channel}:${peer.kind}:${peer.id}` : message.route.channel;
+}

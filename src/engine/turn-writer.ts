@@ -1,0 +1,177 @@
+// What a run writes to its transcript, under the run's lock: its runner's events as records (tool
+// calls and results, assistant text, usage), replies through sendPolicy with their delivery mirror,
+// and the outbox records owed to the session. The first failed append stops every later write.
+
+import { applyUsageReport, evaluateSendPolicy, type UsageReport } from '../policy/index.js';
+import type { RunEndEvent, RunEvent } from '../runner/index.js';
+import {
+  DELIVERY_MIRROR_MODEL,
+  appendEntries,
+  readSessionStore,
+  transcriptOnlyMarks,
+  type LockHandle,
+  type NewTranscriptEntry,
+  type TranscriptSessionInfo,
+} from '../store/index.js';
+import type { EngineContext } from './context.js';
+import { peekOutbox, type QueueEvent, type QueuedEntry } from './queue-state.js';
+import { commitClaim, updateStore } from './run-store.js';
+import type { TurnSpec } from './turn-spec.js';
+
+/** Appends under the run's lock; the first failure (lock lost, disk) stops every later write. */
+export class TurnWriter {
+  failure: unknown;
+  private readonly file: string;
+  private readonly session: TranscriptSessionInfo;
+  private lastAssistant: string | undefined;
+  /** Outbox items this run has taken to append (ids): never appended twice by it. */
+  private readonly outboxAppended = new Set<string>();
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly turn: TurnSpec,
+    private readonly handle: LockHandle,
+    private readonly emit: (event: QueueEvent) => void,
+    private readonly onFailure: (err: unknown) => void,
+  ) {
+    this.file = turn.transcript;
+    this.session = { sessionId: turn.sessionId, sessionKey: turn.ref.sessionKey, agentId: turn.ref.agentId };
+  }
+
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
+  async append(entries: readonly NewTranscriptEntry[]): Promise<boolean> {
+    if (this.failed) return false;
+    if (entries.length === 0) return true;
+    try {
+      await appendEntries(this.file, entries, { handle: this.handle, session: this.session, clock: this.ctx.clock });
+      return true;
+    } catch (err) {
+      this.failure = err;
+      this.onFailure(err);
+      return false;
+    }
+  }
+
+  /** Records one runner event as it happened at `at` (boundaries and the end are the run's). */
+  async record(event: Exclude<RunEvent, RunEndEvent | { type: 'boundary' }>, at: number): Promise<void> {
+    const runId = this.turn.runId;
+    const timestamp = new Date(at).toISOString();
+    switch (event.type) {
+      case 'tool_call':
+        await this.append([{ type: 'tool_call', timestamp, runId, toolCallId: event.id, name: event.name, args: event.args ?? null }]);
+        return;
+      case 'tool_result': {
+        const record: NewTranscriptEntry = { type: 'tool_result', timestamp, runId, toolCallId: event.id, output: event.output ?? null };
+        if (event.isError !== undefined) record.isError = event.isError;
+        await this.append([record]);
+        return;
+      }
+      case 'assistant':
+        this.lastAssistant = event.text;
+        await this.append([assistantRecord(event.text, at, { runId })]);
+        return;
+      case 'reply':
+        await this.deliver(event.text, at);
+        return;
+      case 'usage':
+        await this.recordUsage(event.usage, timestamp);
+        return;
+      default:
+        return; // hello, stderr: nothing to record
+    }
+  }
+
+  /**
+   * A usage report: recorded first (a `custom` record, customType `usage`), then copied onto the
+   * entry (model, token counts) if the entry still names this run's instance.
+   */
+  private async recordUsage(usage: UsageReport, timestamp: string): Promise<void> {
+    const turn = this.turn;
+    if (!(await this.append([{ type: 'custom', timestamp, customType: 'usage', data: { runId: turn.runId, ...usage } }]))) return;
+    try {
+      await updateStore(this.ctx, turn.ref.location, (store) => {
+        const entry = store[turn.ref.sessionKey];
+        if (entry !== undefined && entry.sessionId === turn.sessionId && applyUsageReport(entry, usage)) entry.updatedAt = this.ctx.clock.now();
+      });
+    } catch {
+      // The record is on disk; the entry's copy is only a summary, refreshed by the next report.
+    }
+  }
+
+  /** sendPolicy, the reply record, the delivery mirror, then the reply event. */
+  /** `at`: when the runner produced the reply (its record's time; the mirror is stamped when delivered). */
+  private async deliver(text: string, at: number): Promise<void> {
+    const turn = this.turn;
+    if (turn.shape === 'before-reset') {
+      // The conversation is ending: what the agent says now is kept in the transcript, not sent.
+      await this.append([assistantRecord(text, at, { runId: turn.runId, reply: true, delivered: false, beforeReset: true })]);
+      return;
+    }
+    let entry: QueuedEntry | undefined;
+    try {
+      entry = (await readSessionStore(turn.ref.location.storePath))[turn.ref.sessionKey] as QueuedEntry | undefined;
+    } catch {
+      entry = undefined;
+    }
+    const deliveryContext = (turn.deliveryContext ?? entry?.deliveryContext ?? null) as Record<string, unknown> | null;
+    const policy = evaluateSendPolicy(
+      {
+        sessionKey: turn.ref.sessionKey,
+        // The channel the reply goes out on: a rule denying Slack stops a Slack reply of a linked session.
+        channel: (deliveryContext?.channel as string | undefined) ?? entry?.channel ?? null,
+        chatType: entry?.chatType ?? null,
+        entryOverride: entry?.sendPolicy ?? null,
+      },
+      this.ctx.config.session?.sendPolicy ?? null,
+    );
+    const delivered = policy.decision === 'allow';
+    const now = this.ctx.clock.now();
+    const records: NewTranscriptEntry[] = [];
+    if (!delivered) {
+      records.push(assistantRecord(text, at, { runId: turn.runId, reply: true, delivered: false, policy: { decision: policy.decision, rule: policy.rule, source: policy.source } }));
+    } else {
+      if (text !== this.lastAssistant) records.push(assistantRecord(text, at, { runId: turn.runId, reply: true }));
+      records.push(assistantRecord(text, now, { runId: turn.runId, ...transcriptOnlyMarks(DELIVERY_MIRROR_MODEL), deliveryContext }));
+    }
+    if (!(await this.append(records))) return;
+    this.emit({
+      type: 'reply',
+      runId: turn.runId,
+      sessionKey: turn.ref.sessionKey,
+      sessionId: turn.sessionId,
+      text,
+      deliveryContext,
+      delivered,
+      policy: { decision: policy.decision, rule: policy.rule },
+    });
+  }
+
+  /**
+   * The entry as stored now and its outbox's records (left in the outbox until appended), but
+   * none this run has appended already: their removal from the store may still be under way.
+   */
+  async readOutbox(): Promise<{ records: NewTranscriptEntry[]; ids: string[]; entry: QueuedEntry | undefined }> {
+    try {
+      const entry = (await readSessionStore(this.turn.ref.location.storePath))[this.turn.ref.sessionKey] as QueuedEntry | undefined;
+      const fresh = entry && Array.isArray(entry.outbox) ? { ...entry, outbox: entry.outbox.filter((item) => !this.outboxAppended.has(item.id)) } : entry;
+      const peeked = peekOutbox(fresh);
+      for (const id of peeked.ids) this.outboxAppended.add(id);
+      return { ...peeked, entry };
+    } catch {
+      return { records: [], ids: [], entry: undefined }; // they stay in the outbox for the next holder
+    }
+  }
+
+  /** Appends what waits in the outbox, then takes it out of the outbox (in that order). */
+  async flushOutbox(): Promise<void> {
+    const { records, ids } = await this.readOutbox();
+    if (records.length > 0 && (await this.append(records))) await commitClaim(this.ctx, this.turn.ref, undefined, ids);
+  }
+}
+
+function assistantRecord(text: string, at: number, extra: Record<string, unknown>): NewTranscriptEntry {
+  return { type: 'message', timestamp: new Date(at).toISOString(), message: { role: 'assistant', content: [{ type: 'text', text }], timestamp: at, ...extra } };
+}
