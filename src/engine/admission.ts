@@ -46,10 +46,6 @@ import {
 } from './queue-state.js';
 import { commandReplyRecords, mayBeCommand, runCommand } from './session-commands.js';
 
-// ingest.ts and ingest-store.ts import these from here: re-exported so that the split left them as they were.
-export { messageRecord, requesterOf } from './addressed.js';
-export type { Addressed, AdmitEnv, BatchEffects, Disposition, ResetInfo } from './admission-types.js';
-
 const NO_DIRECTIVE: QueueDirective = { found: false, cleanedText: '', directiveOnly: false, errors: [] };
 
 function runMessageText(item: Addressed, text: string | undefined): string {

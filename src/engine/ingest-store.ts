@@ -20,7 +20,9 @@ import {
   type StoreLocation,
   type StoreTransaction,
 } from '../store/index.js';
-import { admitItem, messageRecord, type AdmitEnv, type Addressed, type BatchEffects } from './admission.js';
+import { admitItem } from './admission.js';
+import type { AdmitEnv, Addressed, BatchEffects } from './admission-types.js';
+import { messageRecord } from './addressed.js';
 import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
 import { appendInStore, busyRetryDelayMs } from './store-append.js';
 import { learnLiveness, runnerFor, sessionRefKey, unknownHolders, type Liveness, type QueuedEntry } from './queue-state.js';

@@ -11,15 +11,16 @@ import { randomUUID } from 'node:crypto';
 import { EXIT_CODES, SwitchboardError, describeLineError, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
 import { cronSessionKey, normalizeExplicitSessionKey, parseSessionKey, resolveRoute } from '../routing/index.js';
 import type { StoreLocation } from '../store/index.js';
-import { requesterOf, type Addressed, type BatchEffects, type Disposition, type ResetInfo } from './admission.js';
+import { requesterOf } from './addressed.js';
+import type { Addressed, BatchEffects, Disposition, ResetInfo } from './admission-types.js';
 import { incognitoStoreFor, knownAgentIds, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
 import { ingestStore } from './ingest-store.js';
 import { parseMessageLine, type InboundMessage } from './message.js';
 import { runnerFor, type QueueEvent } from './queue-state.js';
 import { queueRuntimeFor, type QueueRuntime } from './runtime.js';
-import type { TurnSpec } from './runs.js';
+import type { TurnSpec } from './turn-spec.js';
 
-export type { Disposition } from './admission.js';
+export type { Disposition } from './admission-types.js';
 
 export interface ResultEvent {
   type: 'result';

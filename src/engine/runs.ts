@@ -28,8 +28,6 @@ import type { TurnSpec } from './turn-spec.js';
 import { TurnWriter } from './turn-writer.js';
 
 export { updateStore };
-// ingest.ts imports TurnSpec from here: re-exported so that the split left it as it was.
-export type { TurnSpec };
 
 /** What the process-wide queue runtime offers a run. */
 export interface RunHost {
