@@ -1,7 +1,8 @@
 // The write order of ingest, seen from the system calls it makes on real files: the journal is
 // fsynced before any record is written, every record is fsynced before sessions.json is replaced,
 // and sessions.json is replaced before the result is handed out. The node fs functions are wrapped
-// to record the order of calls (and then do exactly what they did); nothing is stubbed out.
+// to record the order of calls (and then do exactly what they did); nothing is stubbed out. An
+// fsync is recorded when it has completed, a write or rename when it is made.
 
 import assert from 'node:assert/strict';
 import fs, { promises as fsp } from 'node:fs';
@@ -42,8 +43,9 @@ before(async () => {
   });
   for (const method of ['sync', 'datasync'] as const) {
     wrap(FileHandle, method, (original) => async function (this: { fd: number }, ...args: unknown[]) {
+      const result = await original.apply(this, args);
       calls.push({ op: 'fsync', file: fdPaths.get(this.fd) ?? `fd:${this.fd}` });
-      return original.apply(this, args);
+      return result;
     });
   }
   for (const method of ['write', 'writeFile'] as const) {
@@ -56,15 +58,34 @@ before(async () => {
     calls.push({ op: 'rename', file: path.resolve(String(args[1])) });
     return original.apply(this, args);
   });
-  // write-file-atomic and other callback users.
-  type CallbackFn = (...args: unknown[]) => void;
-  wrap(fs as unknown as Record<string, CallbackFn>, 'rename', (original) => function (this: unknown, ...args: unknown[]) {
-    calls.push({ op: 'rename', file: path.resolve(String(args[1])) });
+  // The synchronous and callback forms (the store's file calls, write-file-atomic).
+  type CallbackFn = (...args: unknown[]) => unknown;
+  const nodeFs = fs as unknown as Record<string, CallbackFn>;
+  wrap(nodeFs, 'openSync', (original) => function (this: unknown, ...args: unknown[]) {
+    const fd = original.apply(this, args) as number;
+    fdPaths.set(fd, path.resolve(String(args[0])));
+    return fd;
+  });
+  wrap(nodeFs, 'writeSync', (original) => function (this: unknown, ...args: unknown[]) {
+    calls.push({ op: 'write', file: fdPaths.get(args[0] as number) ?? `fd:${String(args[0])}` });
     return original.apply(this, args);
   });
-  wrap(fs as unknown as Record<string, CallbackFn>, 'fsync', (original) => function (this: unknown, ...args: unknown[]) {
-    calls.push({ op: 'fsync', file: 'sessions.json temp' });
-    return original.apply(this, args);
+  for (const method of ['rename', 'renameSync'] as const) {
+    wrap(nodeFs, method, (original) => function (this: unknown, ...args: unknown[]) {
+      calls.push({ op: 'rename', file: path.resolve(String(args[1])) });
+      return original.apply(this, args);
+    });
+  }
+  wrap(nodeFs, 'fsync', (original) => function (this: unknown, ...args: unknown[]) {
+    const fd = args[0] as number;
+    const done = args[args.length - 1] as (err: unknown) => void;
+    return original.apply(this, [
+      ...args.slice(0, -1),
+      (err: unknown) => {
+        if (!err) calls.push({ op: 'fsync', file: fdPaths.get(fd) ?? `fd:${fd}` });
+        done(err);
+      },
+    ]);
   });
   // Named imports of node:fs/promises see the wrapped functions only after this.
   syncBuiltinESMExports();
