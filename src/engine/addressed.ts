@@ -58,12 +58,18 @@ export function planContextFor(ctx: EngineContext, location: StoreLocation, sess
 }
 
 /** What the delivery rule needs to know of a session: is its address shared, who is linked to whom. */
+/** What follows `agent:<id>:` in a session key (the part mainKey names), if anything does. */
+function restOfKey(sessionKey: string): string | undefined {
+  if (!sessionKey.startsWith('agent:')) return undefined;
+  const colon = sessionKey.indexOf(':', 'agent:'.length);
+  return colon > 'agent:'.length && colon < sessionKey.length - 1 ? sessionKey.slice(colon + 1) : undefined;
+}
+
 export function deliveryContextFor(ctx: EngineContext, sessionKey: string): Pick<PlanContext, 'sharedAddress' | 'identityOf'> {
   // The agent's main session is where DMs of several senders meet (dmScope "main"; also a
   // peerless or groupScope "main" message): its address belongs to one owner.
-  const rest = /^agent:[^:]+:(.+)$/.exec(sessionKey)?.[1];
   return {
-    sharedAddress: rest === ctx.table.mainKey,
+    sharedAddress: restOfKey(sessionKey) === ctx.table.mainKey,
     identityOf: (channel: string, peerId: string) => lookupIdentityLink(ctx.table.identityLinks, channel, peerId)?.canonical,
   };
 }

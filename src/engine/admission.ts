@@ -8,6 +8,7 @@ import {
   carriedOf,
   enqueueItem,
   evaluateSendPolicy,
+  forgetMessageId,
   parseControlCommand,
   parseQueueDirective,
   planAdmission,
@@ -17,9 +18,11 @@ import {
   splitByInstance,
   type LaneName,
   type PendingReset,
+  type PlanContext,
   type PlannedEntry,
   type QueueDirective,
   type QueueItem,
+  type RecentMessageIds,
 } from '../policy/index.js';
 import type { SessionEntry, SessionStore } from '../store/index.js';
 import { planContextFor, planMessageOf, requesterOf, messageRecord } from './addressed.js';
@@ -68,6 +71,17 @@ function keepInstance(entry: QueuedEntry, previous: QueuedEntry): QueuedEntry {
   return kept;
 }
 
+/** Plan contexts of one planning pass, per session: the same for every message of a session in it. */
+const planContexts = new WeakMap<AdmitEnv, Map<string, PlanContext>>();
+
+function planContextOf(env: AdmitEnv, sessionKey: string): PlanContext {
+  let bySession = planContexts.get(env);
+  if (bySession === undefined) planContexts.set(env, (bySession = new Map()));
+  let planContext = bySession.get(sessionKey);
+  if (planContext === undefined) bySession.set(sessionKey, (planContext = planContextFor(env.ctx, env.location, sessionKey, env.now)));
+  return planContext;
+}
+
 /** Plans one message against the store being updated: queue admission for agents with a runner, else the record-only plan. */
 export function admitItem(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   item.rebind = undefined;
@@ -90,7 +104,7 @@ export function admitItem(store: SessionStore, item: Addressed, env: AdmitEnv): 
   }
   item.outcome = undefined;
   const existing = Object.hasOwn(store, item.sessionKey) ? (store[item.sessionKey] as PlannedEntry) : undefined;
-  const plan = planSessionMessage(existing, planMessageOf(item), planContextFor(env.ctx, env.location, item.sessionKey, env.now));
+  const plan = planSessionMessage(existing, planMessageOf(item), planContextOf(env, item.sessionKey));
   item.plan = plan;
   if (!plan.duplicate) store[item.sessionKey] = plan.entry as SessionEntry;
 }
@@ -112,7 +126,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     }
   }
 
-  const plan = planSessionMessage(working as PlannedEntry | undefined, planMessageOf(item), planContextFor(ctx, location, key, now));
+  const plan = planSessionMessage(working as PlannedEntry | undefined, planMessageOf(item), planContextOf(env, key));
   if (plan.duplicate) {
     item.plan = plan;
     item.outcome = { disposition: 'duplicate', sessionId: plan.entry.sessionId, reset: null, record: false, before: [], after: [], events: [] };
@@ -249,8 +263,10 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   };
   const forgetId = (): void => {
     // Not taken, so a retry of the same message must not count as a duplicate.
-    if (working?.recentMessageIds === undefined) delete entry.recentMessageIds;
-    else entry.recentMessageIds = working.recentMessageIds;
+    const { messageId } = item.message;
+    if (messageId === undefined || entry.recentMessageIds === undefined) return;
+    entry.recentMessageIds = forgetMessageId(entry.recentMessageIds as RecentMessageIds, messageId);
+    if ((entry.recentMessageIds as RecentMessageIds).length === 0 && working?.recentMessageIds === undefined) delete entry.recentMessageIds;
   };
 
   switch (admission.action) {

@@ -340,17 +340,25 @@ function policyTimeZone(policy: ResetPolicy): string {
 }
 
 /** The configured reset triggers, trimmed and lower-cased; the default when unset. */
-export function resolveResetTriggers(session: SessionConfig | undefined): string[] {
+export function resolveResetTriggers(session: SessionConfig | undefined): readonly string[] {
   const configured = session?.resetTriggers;
-  if (configured === undefined || configured === null) return [...DEFAULT_RESET_TRIGGERS];
+  if (configured === undefined || configured === null) return DEFAULT_RESET_TRIGGERS;
   if (!Array.isArray(configured)) configError('session.resetTriggers', configured, 'a list of strings');
-  return configured.map((trigger, index) => {
-    if (typeof trigger !== 'string' || trigger.trim() === '' || /\s/.test(trigger.trim())) {
-      configError(`session.resetTriggers[${index}]`, trigger, 'a non-empty word such as "/new"');
-    }
-    return trigger.trim().toLowerCase();
-  });
+  // Once per configured list (it is asked for every user message).
+  let resolved = resolvedTriggers.get(configured);
+  if (resolved === undefined) {
+    resolved = configured.map((trigger, index) => {
+      if (typeof trigger !== 'string' || trigger.trim() === '' || /\s/.test(trigger.trim())) {
+        configError(`session.resetTriggers[${index}]`, trigger, 'a non-empty word such as "/new"');
+      }
+      return trigger.trim().toLowerCase();
+    });
+    resolvedTriggers.set(configured, resolved);
+  }
+  return resolved;
 }
+
+const resolvedTriggers = new WeakMap<readonly unknown[], readonly string[]>();
 
 export interface ResetTrigger {
   /** The trigger as configured (trimmed, lower-case), e.g. `/new`. */
@@ -388,18 +396,44 @@ export function parseResetTrigger(
 ): ResetTrigger | null {
   if (typeof text !== 'string') return null;
   const trimmed = text.trim();
-  const firstWord = /^\S+/.exec(trimmed)?.[0];
-  if (firstWord === undefined) return null;
+  if (trimmed === '') return null;
+  // Runs for every user message: most first words are not a trigger, which their length rules out
+  // before anything is lowercased (only non-ASCII text can change length when lowercased).
+  const known = normalizedTriggers(triggers);
+  const space = trimmed.search(WHITESPACE);
+  const firstWord = space < 0 ? trimmed : trimmed.slice(0, space);
+  if (!known.lengths.has(firstWord.length) && ASCII_ONLY.test(firstWord)) return null;
   const wanted = firstWord.toLowerCase();
-  const trigger = triggers
-    .filter((candidate): candidate is string => typeof candidate === 'string')
-    .map((candidate) => candidate.trim().toLowerCase())
-    .find((candidate) => candidate !== '' && candidate === wanted);
-  if (trigger === undefined) return null;
-
+  if (!known.words.has(wanted)) return null;
   const rest = trimmed.slice(firstWord.length).trim();
-  if (trigger === MODEL_TRIGGER && isModelToken(rest, options)) return { trigger, rest: '', model: rest };
-  return { trigger, rest };
+  if (wanted === MODEL_TRIGGER && isModelToken(rest, options)) return { trigger: wanted, rest: '', model: rest };
+  return { trigger: wanted, rest };
+}
+
+const WHITESPACE = /\s/;
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+interface NormalizedTriggers {
+  words: Set<string>;
+  lengths: Set<number>;
+}
+
+/** Triggers as compared: trimmed, lowercased, blanks and non-strings left out; once per list. */
+const normalizedByList = new WeakMap<readonly string[], NormalizedTriggers>();
+
+function normalizedTriggers(triggers: readonly string[]): NormalizedTriggers {
+  let known = normalizedByList.get(triggers);
+  if (known === undefined) {
+    const words = new Set<string>();
+    for (const candidate of triggers) {
+      if (typeof candidate !== 'string') continue;
+      const word = candidate.trim().toLowerCase();
+      if (word !== '') words.add(word);
+    }
+    known = { words, lengths: new Set([...words].map((word) => word.length)) };
+    normalizedByList.set(triggers, known);
+  }
+  return known;
 }
 
 function isModelToken(rest: string, options: ResetTriggerOptions): boolean {

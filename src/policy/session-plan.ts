@@ -127,29 +127,32 @@ function insideWindow(pair: unknown, now: number): boolean {
  * Remembers a messageId for duplicate detection, newest last. Ids that left the window are
  * dropped from the front; at the cap the oldest goes. Pairs in an array (not an object keyed by
  * id) keep the entry small and its order explicit.
+ *
+ * The list is changed in place: it belongs to the entry being planned, whose previous version is
+ * superseded by the plan (a batch plans each session's messages one after the other on the
+ * newest entry, and what it may have to restore was copied before planning). Copying it for every
+ * message made a batch's cost grow with the square of a busy session's messages.
  */
 function rememberMessageId(ids: RecentMessageIds | undefined, id: string, now: number): RecentMessageIds {
   const list = Array.isArray(ids) ? ids : [];
   let start = 0;
   while (start < list.length && !insideWindow(list[start], now)) start++;
   start = Math.max(start, list.length + 1 - RECENT_IDS_CAP);
-  const next = list.slice(start);
-  next.push([id, now]);
-  // Nothing left the window: the lookup index of the old list describes the new one too, so it
-  // moves over (the old list loses it and would rebuild its own if it were asked again).
-  const index = start === 0 ? idIndexes.get(list) : undefined;
-  if (index !== undefined) {
-    idIndexes.delete(list);
-    index.set(id, now);
-    idIndexes.set(next, index);
+  const index = idIndexes.get(list);
+  if (start > 0) {
+    const gone = list.splice(0, start);
+    // An id that is still in the list later keeps that (later) time in the index.
+    if (index !== undefined) for (const pair of gone) if (Array.isArray(pair) && index.get(pair[0]) === pair[1]) index.delete(pair[0]);
   }
-  return next;
+  list.push([id, now]);
+  index?.set(id, now);
+  return list;
 }
 
 /**
- * messageId → when it was recorded, per id list. Lists are never changed in place (every change
- * makes a new one), so an index built for a list stays true; without it every message of a busy
- * session would scan up to RECENT_IDS_CAP pairs.
+ * messageId → when it was recorded, per id list, kept up to date by rememberMessageId (the one
+ * place that changes a list); without it every message of a busy session would scan up to
+ * RECENT_IDS_CAP pairs.
  */
 const idIndexes = new WeakMap<RecentMessageIds, Map<string, number>>();
 

@@ -33,15 +33,28 @@ function sendersOf(value: unknown): DmSender[] {
  * end up in one transcript. A per-peer key (`…:direct:<peer>`) is one person's by construction
  * (identity-linked accounts of one person included), so nothing is kept there.
  */
+/** The peer kind a session key names (null: not a parseable key); remembered, it is asked per DM. */
+const peerKinds = new Map<string, string | undefined | null>();
+const PEER_KINDS_KEPT = 4096;
+
+function peerKindOfKey(sessionKey: string): string | undefined | null {
+  let kind = peerKinds.get(sessionKey);
+  if (kind === undefined && !peerKinds.has(sessionKey)) {
+    try {
+      kind = parseSessionKey(sessionKey).peerKind;
+    } catch {
+      kind = null;
+    }
+    if (peerKinds.size >= PEER_KINDS_KEPT) peerKinds.clear();
+    peerKinds.set(sessionKey, kind);
+  }
+  return kind;
+}
+
 export function noteDmSender(entry: Record<string, unknown>, message: DmMessage, sessionKey: string): void {
   if (message.kind !== 'user' || message.peer?.kind !== 'direct') return;
-  let ownPeer: string | undefined;
-  try {
-    ownPeer = parseSessionKey(sessionKey).peerKind;
-  } catch {
-    return;
-  }
-  if (ownPeer === 'direct') return;
+  const ownPeer = peerKindOfKey(sessionKey);
+  if (ownPeer === null || ownPeer === 'direct') return;
   const senders = sendersOf(entry.dmSenders);
   if (senders.some((s) => s.channel === message.channel && s.id === message.peer!.id)) return;
   if (senders.length >= DM_SENDERS_KEPT) return;

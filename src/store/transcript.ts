@@ -264,7 +264,10 @@ async function appendUnderLock(
       written.push(record);
       parentId = record.id;
     }
-    const payload = Buffer.from(`${startedFreshLine ? '\n' : ''}${lines.join('\n')}\n`, 'utf8');
+    // One join makes the whole payload (a leading '' starts a fresh line, a trailing '' ends the last).
+    if (startedFreshLine) lines.unshift('');
+    lines.push('');
+    const payload = Buffer.from(lines.join('\n'), 'utf8');
 
     // Last check before the write: a holder that lost its lock writes nothing. A covering store
     // lock is never taken from a live holder, so its in-memory state is enough (its holder checks

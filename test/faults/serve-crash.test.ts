@@ -130,7 +130,8 @@ test('SIGKILL loop of serve under several pipelining clients, resending what was
     assert.deepEqual(missing, [], `round ${round} (${JSON.stringify(plan)}): acknowledged but not recorded`);
   }
   t.diagnostic(`${round} rounds, ${kills} SIGKILLs, ${tally.failedRequests} requests cut by a kill, ${tally.errorEvents} error events`);
-  assert.ok(kills >= KILLED_ROUNDS / 2, `the server was killed in most planned rounds (${kills})`);
+  // Most rounds that had a kill planned saw it (the loop ends early once everything is acknowledged).
+  assert.ok(kills >= Math.min(round, KILLED_ROUNDS) / 2, `the server was killed in most planned rounds (${kills} of ${Math.min(round, KILLED_ROUNDS)})`);
   assert.equal(acked.size, all.length, 'every message was acknowledged in the end');
 
   const counts = recordedCounts(sessionsDir);
