@@ -236,6 +236,18 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
   const fs = first.fs;
   const stats = statsFor(storePath);
   stats.batches += 1;
+  let settled = false;
+  // Callers learn their outcome as soon as sessions.json holds it (durable, lock verified): the
+  // journal truncate and the lock release that follow are not part of what they wait for.
+  const settle = (outcomes: Outcome[]): void => {
+    if (settled) return;
+    settled = true;
+    batch.forEach((update, index) => {
+      const outcome = outcomes[index]!;
+      if (outcome.ok) update.resolve(outcome.value);
+      else update.reject(outcome.error);
+    });
+  };
   let outcomes: Outcome[];
   try {
     try {
@@ -244,7 +256,7 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
       throw ioError(err, 'create the folder of', storePath);
     }
     // takeover 'dead': never from a live (e.g. stopped) holder, see lock-owner.ts "Takeover policies".
-    outcomes = await withReplaceRetries(batch, () => withLock(storePath, { ...first.lock, busyCode: 'STORE_BUSY', takeover: 'dead' }, async (handle) => {
+    outcomes = await withReplaceRetries(batch, () => settled, () => withLock(storePath, { ...first.lock, busyCode: 'STORE_BUSY', takeover: 'dead' }, async (handle) => {
       // Re-read inside the lock: another process may have replaced the file since we last saw it.
       // The identity of what was read is pinned: the replace checks it is still the file in place.
       const { bytes, pin } = await readPinned(fs, storePath, handle);
@@ -277,6 +289,7 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
         const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
         if (unchanged) {
           stats.unchangedBatches += 1;
+          settle(batchOutcomes);
           if (journalToClear) await clearJournal(storePath);
           return batchOutcomes;
         }
@@ -285,6 +298,7 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
         await replaceStoreFile(fs, storePath, nextText, original !== null, pin);
         written = true;
         stats.writes += 1;
+        settle(batchOutcomes);
         // A transaction that threw leaves its journal for the next writer (its records may be down).
         if (journalToClear && batchOutcomes.every((outcome) => outcome.ok)) await clearJournal(storePath);
         return batchOutcomes;
@@ -293,17 +307,14 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
       }
     }));
   } catch (err) {
+    // After the outcomes were handed out only the release can fail: the file is written.
+    if (settled) return;
     stats.failedBatches += 1;
     const error = toSwitchboardError(err);
     for (const update of batch) update.reject(error);
     return;
   }
-  // Settled after the lock is released, so callers that chain another update never wait on us.
-  batch.forEach((update, index) => {
-    const outcome = outcomes[index]!;
-    if (outcome.ok) update.resolve(outcome.value);
-    else update.reject(outcome.error);
-  });
+  settle(outcomes);
 }
 
 /**
@@ -350,12 +361,13 @@ async function applyMutators(
  * so what the other writer committed stays and this batch's changes land on top. A batch with a
  * transaction (side effects, never re-run) fails instead; its journal is completed later.
  */
-async function withReplaceRetries<T>(batch: PendingUpdate[], attempt: () => Promise<T>): Promise<T> {
+async function withReplaceRetries<T>(batch: PendingUpdate[], settled: () => boolean, attempt: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries += 1) {
     try {
       return await attempt();
     } catch (err) {
-      if (!isRetryableConflict(err) || tries >= MAX_REPLACE_ATTEMPTS || batch.some((update) => update.alone)) throw err;
+      // Once the outcomes are out (the file was written), a later failure is never re-run.
+      if (settled() || !isRetryableConflict(err) || tries >= MAX_REPLACE_ATTEMPTS || batch.some((update) => update.alone)) throw err;
     }
   }
 }
