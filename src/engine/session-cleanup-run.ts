@@ -25,7 +25,7 @@ import {
   type BusyKeysProvider,
   type CleanupProgress,
 } from './session-cleanup.js';
-import { selectStores, type StoreSelection } from './sessions.js';
+import { selectStores, type StoreSelection } from './session-list.js';
 
 export interface SessionCleanupOptions extends StoreSelection {
   dryRun?: boolean;
