@@ -4,7 +4,6 @@
 
 import { copyFile, link, lstat, mkdir, open, realpath, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import { errnoOf } from '../core/index.js';
 import { memoryVolumeFor } from './memory-volume.js';
 import { fileKindOf, notRegularFileError, readRegularFile, type FileKind } from './regular-file.js';
@@ -110,6 +109,8 @@ export const nodeStoreFileSystem: StoreFileSystem = {
     // Its temp is `<realpath of the target>.<uint32>`, or `<target>.<uint32>` for a new file.
     const dirs = new Set([path.dirname(path.resolve(targetPath)), await realpath(path.dirname(targetPath))]);
     const baseName = path.basename(targetPath);
+    // Loaded at the first replace: commands that only read the store (a listing) never load it.
+    const { default: writeFileAtomic } = await import('write-file-atomic');
     await writeFileAtomic(targetPath, '', {
       mode,
       fsync: true,
