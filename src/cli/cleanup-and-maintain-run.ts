@@ -1,5 +1,5 @@
 // What `switchboard sessions cleanup` and `switchboard maintain` do (their flags are in
-// cleanup-and-maintain.ts): the plan table and summaries in text, OpenClaw's summary shape in
+// sessions.ts and maintain.ts): the plan table and summaries in text, OpenClaw's summary shape in
 // JSON, and progress on a terminal (progress.ts).
 
 import { SwitchboardError } from '../core/index.js';

@@ -65,10 +65,12 @@ export class CliContext {
    * the write-path upkeep, whose code (the whole engine) would be most of its start-up time.
    */
   async readingEngine(): Promise<EngineContext> {
+    // Policy and engine are loaded with the commands that use them (route resolve needs neither);
+    // the checks' module loads while the config is read.
+    const settings = import('./session-settings.js');
     const loaded = await this.config();
     const table = await this.routingTable();
-    // Policy and engine are loaded with the commands that use them (route resolve needs neither).
-    const { checkSessionSettings } = await import('./session-settings.js');
+    const { checkSessionSettings } = await settings;
     checkSessionSettings(loaded.config);
     return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
   }

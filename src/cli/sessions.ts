@@ -6,8 +6,6 @@ import { SwitchboardError } from '../core/index.js';
 import { listSessions, type StoreSelection } from '../engine/index.js';
 import { ASKS_FIRST, addDestructiveFlags as addFlags } from './confirm.js';
 import type { CliContext } from './context.js';
-import { formatAge, table } from './format.js';
-import { registerCleanupCommand } from './cleanup-and-maintain.js';
 import { registerPinRouteCommands } from './pin-route.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine } from './output.js';
@@ -17,6 +15,8 @@ import { writeJsonLine } from './output.js';
  * transcript readers: loaded when one of them runs, so a listing starts without them (P2).
  */
 const actions = () => import('./sessions-actions.js');
+/** Likewise `sessions cleanup` (and `maintain`): the cleanup engine and its plan table. */
+const cleanupRun = () => import('./cleanup-and-maintain-run.js');
 
 interface SelectionFlags {
   agent?: string;
@@ -49,6 +49,36 @@ export function positiveInt(value: string, name: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new SwitchboardError('USAGE', `${name} must be a whole number ≥ 0, got "${value}"`);
   return n;
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function registerCleanupCommand(sessions: Command, hooks: ProgramHooks): void {
+  sessions
+    .command('cleanup')
+    .description('prune stale, missing and surplus sessions, purge old archives, rotate the store, enforce the disk budget')
+    .option('--dry-run', 'show the plan (table of sessions with their action); change nothing')
+    .option('--enforce', 'apply the plan even if session.maintenance.mode is "warn"')
+    .option('--active-key <key>', 'never remove this session (repeatable)', collect)
+    .option('--fix-missing', 'also remove entries whose transcript file is missing')
+    .option('--agent <id>', "the agent's store (default: the default agent)")
+    .option('--all-agents', 'every configured agent (a failing store is reported, the others still run)')
+    .option('--store <path>', 'a sessions.json file')
+    .addHelpText(
+      'after',
+      `
+Without --enforce (and with the default mode "warn") nothing is changed: the summary says what
+would be. Pinned, locked, running, queued and --active-key sessions are never removed; removed
+transcripts are archived as <file>.deleted.<ts>, never deleted. See switchboard-sessions(1).
+On a terminal much work shows a progress line on stderr (never in a pipe or with --json).
+
+Example:
+  $ switchboard sessions cleanup --dry-run --all-agents
+  $ switchboard sessions cleanup --enforce --active-key agent:main:main --json`,
+    )
+    .action(hooks.action(async (ctx: CliContext) => (await cleanupRun()).runCleanup(ctx)));
 }
 
 export function registerSessionCommands(program: Command, hooks: ProgramHooks): void {
@@ -131,6 +161,8 @@ async function runList(ctx: CliContext): Promise<number> {
     ctx.streams.stdout.write(`no sessions in ${listing.stores.map((s) => s.path).join(', ')}\n`);
     return 0;
   }
+  // The table's code (and the time zone code it uses) loads for a terminal, not for --json.
+  const { formatAge, table } = await import('./format.js');
   const rows = listing.sessions.map((s) => [
     s.agentId,
     s.kind,
