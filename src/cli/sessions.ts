@@ -1,22 +1,12 @@
-// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, pin-route, delete) and the
-// `switchboard reset` shortcut: every flag and help text, and the listing; the rest runs in sessions-actions.ts.
+// `switchboard sessions` and `sessions list`: the listing, its flags, and the helpers the other
+// subcommands share (their flags and help are in sessions-commands.ts, their code in sessions-actions.ts).
 
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
 import { listSessions, type StoreSelection } from '../engine/index.js';
-import { ASKS_FIRST, addDestructiveFlags as addFlags } from './confirm.js';
 import type { CliContext } from './context.js';
-import { registerPinRouteCommands } from './pin-route.js';
-import type { ProgramHooks } from './main.js';
+import type { ProgramHooks, Registration } from './main.js';
 import { writeJsonLine } from './output.js';
-
-/**
- * The other subcommands (show, transcript, reset, …) bring the engine's write paths, runs and
- * transcript readers: loaded when one of them runs, so a listing starts without them (P2).
- */
-const actions = () => import('./sessions-actions.js');
-/** Likewise `sessions cleanup` (and `maintain`): the cleanup engine and its plan table. */
-const cleanupRun = () => import('./cleanup-and-maintain-run.js');
 
 interface SelectionFlags {
   agent?: string;
@@ -24,15 +14,11 @@ interface SelectionFlags {
   store?: string;
 }
 
-function addSelectionFlags(command: Command): Command {
+export function addSelectionFlags(command: Command): Command {
   return command
     .option('--agent <id>', "the agent's store (default: the default agent)")
     .option('--all-agents', 'every configured agent')
     .option('--store <path>', 'a sessions.json file');
-}
-
-function addDestructiveFlags(command: Command): Command {
-  return addFlags(command, 'per session');
 }
 
 export function selectionOf(ctx: CliContext): StoreSelection {
@@ -51,43 +37,16 @@ export function positiveInt(value: string, name: string): number {
   return n;
 }
 
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
-}
-
-function registerCleanupCommand(sessions: Command, hooks: ProgramHooks): void {
-  sessions
-    .command('cleanup')
-    .description('prune stale, missing and surplus sessions, purge old archives, rotate the store, enforce the disk budget')
-    .option('--dry-run', 'show the plan (table of sessions with their action); change nothing')
-    .option('--enforce', 'apply the plan even if session.maintenance.mode is "warn"')
-    .option('--active-key <key>', 'never remove this session (repeatable)', collect)
-    .option('--fix-missing', 'also remove entries whose transcript file is missing')
-    .option('--agent <id>', "the agent's store (default: the default agent)")
-    .option('--all-agents', 'every configured agent (a failing store is reported, the others still run)')
-    .option('--store <path>', 'a sessions.json file')
-    .addHelpText(
-      'after',
-      `
-Without --enforce (and with the default mode "warn") nothing is changed: the summary says what
-would be. Pinned, locked, running, queued and --active-key sessions are never removed; removed
-transcripts are archived as <file>.deleted.<ts>, never deleted. See switchboard-sessions(1).
-On a terminal much work shows a progress line on stderr (never in a pipe or with --json).
-
-Example:
-  $ switchboard sessions cleanup --dry-run --all-agents
-  $ switchboard sessions cleanup --enforce --active-key agent:main:main --json`,
-    )
-    .action(hooks.action(async (ctx: CliContext) => (await cleanupRun()).runCleanup(ctx)));
-}
-
-export function registerSessionCommands(program: Command, hooks: ProgramHooks): void {
-  const sessions = program
+/** The `sessions` command itself; its subcommands are added by the registrations below. */
+export function sessionsCommand(program: Command): Command {
+  return program
     .command('sessions')
     .description('list, inspect and change sessions (default: list)')
     .addHelpText('after', '\nExamples:\n  $ switchboard sessions --all-agents\n  $ switchboard sessions show agent:main:direct:alice');
-  registerCleanupCommand(sessions, hooks);
+}
 
+/** The listing: its flags on `sessions` itself and on `sessions list` (the default subcommand). */
+export function registerListing(sessions: Command, hooks: ProgramHooks): void {
   const list = (command: Command) =>
     addSelectionFlags(command)
       .option('--active <minutes>', 'only sessions updated in the last MINUTES')
@@ -96,52 +55,40 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   list(sessions);
   list(sessions.command('list', { isDefault: true }).description('table of sessions: Agent, Kind, Key, Age, Model, Flags'))
     .addHelpText('after', '\nExample:\n  $ switchboard sessions list --active 60 --json');
+}
 
-  addSelectionFlags(sessions.command('show').argument('<key-or-id>').description('one session: entry, freshness, lock, transcript stats'))
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions show agent:main:direct:alice')
-    .action(hooks.action(async (ctx: CliContext, key: string) => (await actions()).runShow(ctx, key)));
+/** Flags of a plain listing (and the global ones) that take a value: the word after one is not an operand. */
+const LISTING_VALUE_OPTIONS = new Set(['--agent', '--store', '--active', '--limit', '--state-dir', '--config', '--now']);
+const LISTING_FLAGS = new Set(['--all-agents', '--json', '--no-color', '-q', '--quiet', '-v', '--verbose']);
 
-  addSelectionFlags(
-    sessions
-      .command('transcript')
-      .argument('<key-or-id>')
-      .description('the conversation of the current instance, or of an archived one given by its session id; skipped damaged lines are reported on stderr')
-      .option('--tail <n>', 'only the last N records')
-      .option('--follow', 'keep printing records as they are appended, into the next instance after a reset, like tail -F (Ctrl-C to stop)')
-      .option('--raw', 'print the JSONL lines as stored'),
-  )
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions transcript agent:main:direct:alice --tail 20')
-    .action(hooks.action(async (ctx: CliContext, key: string) => (await actions()).runTranscript(ctx, key)));
+/**
+ * Whether argv is a plain listing: `sessions [list]` with nothing but the listing's and the global
+ * flags. Anything else (another subcommand, an operand, help, an unknown flag, `--`) is not, and
+ * gets every subcommand, so help, errors and "did you mean" see them all.
+ */
+export function isPlainListing(argv: readonly string[]): boolean {
+  let words = 0;
+  for (let i = 2; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (LISTING_VALUE_OPTIONS.has(arg)) i++;
+    else if (arg.includes('=') && LISTING_VALUE_OPTIONS.has(arg.slice(0, arg.indexOf('=')))) continue;
+    else if (LISTING_FLAGS.has(arg)) continue;
+    else if (arg.startsWith('-')) return false;
+    else if (words === 0 && arg === 'sessions') words = 1;
+    else if (words === 1 && arg === 'list') words = 2;
+    else return false;
+  }
+  return words > 0;
+}
 
-  addSelectionFlags(
-    sessions
-      .command('history')
-      .argument('<key-or-id>')
-      .description('every instance of a key, current and archived: sessionId, started, ended, why it ended, size'),
-  )
-    .addHelpText(
-      'after',
-      '\nKEY may be a deleted key (its archives remain) or the session id of any of its instances.\nRead an archived instance with `switchboard sessions transcript <sessionId>`.\n\nExample:\n  $ switchboard sessions history agent:main:direct:alice',
-    )
-    .action(hooks.action(async (ctx: CliContext, key: string) => (await actions()).runHistory(ctx, key)));
-
-  const reset = (command: Command) =>
-    addDestructiveFlags(addSelectionFlags(command.argument('<key-or-id...>').option('--reason <text>', 'why (kept in the reset notice)').option('--model <model>', 'model for the new instance')))
-      .addHelpText('after', `\n${ASKS_FIRST}\n\nExamples:\n  $ switchboard sessions reset agent:main:direct:alice --reason "fresh start"\n  $ switchboard sessions reset agent:main:direct:alice agent:main:direct:bob --dry-run`)
-      .action(hooks.action(async (ctx: CliContext, keys: string[]) => (await actions()).runReset(ctx, keys)));
-  reset(sessions.command('reset').description('rotate now: new sessionId, old transcript archived as .reset.<ts>'));
-  reset(program.command('reset').description('rotate a session now (same as `sessions reset`)'));
-
-  addSelectionFlags(sessions.command('pin').argument('<key-or-id>').description('never prune, cap or evict this session'))
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions pin agent:main:main')
-    .action(hooks.action(async (ctx: CliContext, key: string) => (await actions()).runPin(ctx, key, true)));
-  addSelectionFlags(sessions.command('unpin').argument('<key-or-id>').description('let maintenance treat this session normally again'))
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions unpin agent:main:main')
-    .action(hooks.action(async (ctx: CliContext, key: string) => (await actions()).runPin(ctx, key, false)));
-  registerPinRouteCommands(sessions, hooks, { addSelectionFlags, selectionOf });
-  addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
-    .addHelpText('after', `\n${ASKS_FIRST}\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run`)
-    .action(hooks.action(async (ctx: CliContext, keys: string[]) => (await actions()).runDelete(ctx, keys)));
+/**
+ * What the `sessions` group registers: for a plain listing, the listing alone (registering the
+ * dozen other subcommands, and loading their flags' code, was a tenth of its start-up); for
+ * anything else, or without argv (help, completion), every subcommand.
+ */
+export async function sessionRegistration(argv: readonly string[] | undefined): Promise<Registration> {
+  if (argv !== undefined && isPlainListing(argv)) return (program, hooks) => registerListing(sessionsCommand(program), hooks);
+  return (await import('./sessions-commands.js')).registerSessionCommands;
 }
 
 async function runList(ctx: CliContext): Promise<number> {
