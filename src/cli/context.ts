@@ -54,16 +54,25 @@ export class CliContext {
 
   /** Config, routing table, state dir and clock for engine operations; checks policy settings once. */
   async engine(): Promise<EngineContext> {
-    const loaded = await this.config();
-    const table = await this.routingTable();
-    // Policy and engine are loaded with the commands that use them (route resolve needs neither).
-    const { displayTimeZone, validateResetConfig } = await import('../policy/index.js');
-    validateResetConfig(loaded.config.session);
-    displayTimeZone(loaded.config);
+    const engine = await this.readingEngine();
     const { keepCapsOnWrite } = await import('../engine/index.js');
-    const engine: EngineContext = { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
     keepCapsOnWrite(engine); // enforce mode: every store write keeps maxEntries/pruneAfter/the disk budget
     return engine;
+  }
+
+  /**
+   * engine() for a command that never writes a store (the listing): the same checks, without
+   * the write-path upkeep, whose code (the whole engine) would be most of its start-up time.
+   */
+  async readingEngine(): Promise<EngineContext> {
+    // Policy and engine are loaded with the commands that use them (route resolve needs neither);
+    // the checks' module loads while the config is read.
+    const settings = import('./session-settings.js');
+    const loaded = await this.config();
+    const table = await this.routingTable();
+    const { checkSessionSettings } = await settings;
+    checkSessionSettings(loaded.config);
+    return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
   }
 
   painter(): Promise<Painter> {

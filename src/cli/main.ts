@@ -7,21 +7,22 @@ import { CliContext } from './context.js';
 import { guardOutput, outputError, processStreams, reportError, type Streams } from './output.js';
 import { allCommands, registerCompletionCommand, registerHelpCommand, suggestSubcommands } from './help.js';
 
-type Registration = (program: Command, hooks: ProgramHooks) => void;
+export type Registration = (program: Command, hooks: ProgramHooks) => void;
 
 /**
  * Every command group, in help order, with the top-level names it adds. Each is imported only
  * when needed: a run of `route resolve` loads routing and config, not the store, the runner, the
- * server or ink (cold start is a measured target, P2 in quality.md).
+ * server or ink (cold start is a measured target, P2 in quality.md). `load` gets the process's
+ * argv when only this group runs (a group may then register less), undefined when all do.
  */
-const COMMAND_GROUPS: readonly { names: readonly string[]; load: () => Promise<Registration> }[] = [
+const COMMAND_GROUPS: readonly { names: readonly string[]; load: (argv?: readonly string[]) => Promise<Registration> }[] = [
   { names: ['ingest', 'send'], load: async () => (await import('./ingest.js')).registerIngestCommands },
   { names: ['serve'], load: async () => (await import('./serve.js')).registerServeCommand },
   { names: ['route'], load: async () => (await import('./route.js')).registerRouteCommands },
-  { names: ['sessions', 'reset'], load: async () => (await import('./sessions.js')).registerSessionCommands },
+  { names: ['sessions', 'reset'], load: async (argv) => (await import('./sessions.js')).sessionRegistration(argv) },
   { names: ['locks'], load: async () => (await import('./locks.js')).registerLockCommands },
   { names: ['queue'], load: async () => (await import('./queue.js')).registerQueueCommands },
-  { names: ['maintain'], load: async () => (await import('./cleanup-and-maintain.js')).registerMaintainCommand },
+  { names: ['maintain'], load: async () => (await import('./maintain.js')).registerMaintainCommand },
   { names: ['doctor'], load: async () => (await import('./doctor.js')).registerDoctorCommand },
   { names: ['config'], load: async () => (await import('./config.js')).registerConfigCommands },
   { names: ['top'], load: async () => (await import('./top/command.js')).registerTopCommand },
@@ -110,7 +111,7 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
       },
   };
   const only = argv === undefined ? undefined : groupOf(argv);
-  const registrations = await Promise.all((only ? [only] : COMMAND_GROUPS).map((group) => group.load()));
+  const registrations = await Promise.all((only ? [only] : COMMAND_GROUPS).map((group) => group.load(only ? argv : undefined)));
   for (const register of registrations) register(program, hooks);
   if (!only) {
     registerCompletionCommand(program, hooks);

@@ -2,7 +2,7 @@
 // who owns a session's address (where proactive output goes; whose messages move it).
 
 import type { Command } from 'commander';
-import { pinDeliveryRoute, type PinRouteOutcome, type StoreSelection } from '../engine/index.js';
+import type { PinRouteOutcome, StoreSelection } from '../engine/index.js';
 import { normalizeRouteInput } from '../routing/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
@@ -39,6 +39,8 @@ export function registerPinRouteCommands(sessions: Command, hooks: ProgramHooks,
 async function runPinRoute(ctx: CliContext, key: string, selection: StoreSelection, pin: boolean): Promise<number> {
   const flags = ctx.options as RouteFlagValues;
   const route = pin ? normalizeRouteInput(routeInputFromFlags({ channel: flags.channel, account: flags.account, peer: flags.peer, thread: flags.thread })) : null;
+  // The engine's write path loads when this runs: every `sessions` command registers pin-route.
+  const { pinDeliveryRoute } = await import('../engine/index.js');
   const outcome: PinRouteOutcome = await pinDeliveryRoute(await ctx.engine(), key, route, selection);
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, outcome);

@@ -1,34 +1,12 @@
-// `switchboard sessions …` (list, show, transcript, reset, pin, unpin, pin-route, delete) and the
-// `switchboard reset` shortcut: inspecting and changing session instances.
+// `switchboard sessions` and `sessions list`: the listing, its flags, and the helpers the other
+// subcommands share (their flags and help are in sessions-commands.ts, their code in sessions-actions.ts).
 
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
-import {
-  configureQueue,
-  deleteSession,
-  findInstance,
-  findSession,
-  listSessions,
-  resetSession,
-  sessionHistory,
-  setPinned,
-  showSession,
-  tokenCountsOf,
-  transcriptFileOf,
-  waitForQueueWork,
-  type FoundSession,
-  type SessionDetails,
-  type StoreSelection,
-} from '../engine/index.js';
-import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
-import { ASKS_FIRST, addDestructiveFlags as addFlags, dryRunOrConfirm } from './confirm.js';
+import { listSessions, type StoreSelection } from '../engine/index.js';
 import type { CliContext } from './context.js';
-import { displayTimeZone, formatInstant } from '../policy/index.js';
-import { beforeResetText, formatAge, formatBytes, formatTime as formatTimeIn, table } from './format.js';
-import { registerCleanupCommand } from './cleanup-and-maintain.js';
-import { registerPinRouteCommands } from './pin-route.js';
-import type { ProgramHooks } from './main.js';
-import { whenOutputCloses, writeJsonLine } from './output.js';
+import type { ProgramHooks, Registration } from './main.js';
+import { writeJsonLine } from './output.js';
 
 interface SelectionFlags {
   agent?: string;
@@ -36,38 +14,14 @@ interface SelectionFlags {
   store?: string;
 }
 
-function addSelectionFlags(command: Command): Command {
+export function addSelectionFlags(command: Command): Command {
   return command
     .option('--agent <id>', "the agent's store (default: the default agent)")
     .option('--all-agents', 'every configured agent')
     .option('--store <path>', 'a sessions.json file');
 }
 
-function addDestructiveFlags(command: Command): Command {
-  return addFlags(command, 'per session');
-}
-
-/**
- * Every target is looked up before anything changes, so a mistyped key stops the whole command
- * (NOT_FOUND) instead of half of it; then a dry run says per line what would happen, or the
- * person at a terminal is asked once for all of them.
- */
-async function planTargets(ctx: CliContext, keys: string[], verb: string): Promise<FoundSession[] | null> {
-  const engine = await ctx.engine();
-  const found: FoundSession[] = [];
-  for (const key of keys) {
-    const target = await findSession(engine, key, selectionOf(ctx));
-    if (!found.some((f) => f.key === target.key && f.location.storePath === target.location.storePath)) found.push(target);
-  }
-  const steps = found.map((target) => ({
-    text: `${verb} ${target.key} (session ${target.entry.sessionId})`,
-    json: { action: verb, sessionKey: target.key, sessionId: target.entry.sessionId, agentId: target.location.agentId },
-  }));
-  if (!(await dryRunOrConfirm(ctx, { steps, question: `${verb} ${found.length === 1 ? 'this session' : `these ${found.length} sessions`}?` }))) return null;
-  return found;
-}
-
-function selectionOf(ctx: CliContext): StoreSelection {
+export function selectionOf(ctx: CliContext): StoreSelection {
   const flags = ctx.options as unknown as SelectionFlags;
   const chosen = [flags.agent !== undefined, flags.allAgents === true, flags.store !== undefined].filter(Boolean).length;
   if (chosen > 1) throw new SwitchboardError('USAGE', '--agent, --all-agents and --store exclude each other');
@@ -77,19 +31,22 @@ function selectionOf(ctx: CliContext): StoreSelection {
 /** Rows a listing shows unless --limit says otherwise. */
 const DEFAULT_LIST_LIMIT = 100;
 
-function positiveInt(value: string, name: string): number {
+export function positiveInt(value: string, name: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new SwitchboardError('USAGE', `${name} must be a whole number ≥ 0, got "${value}"`);
   return n;
 }
 
-export function registerSessionCommands(program: Command, hooks: ProgramHooks): void {
-  const sessions = program
+/** The `sessions` command itself; its subcommands are added by the registrations below. */
+export function sessionsCommand(program: Command): Command {
+  return program
     .command('sessions')
     .description('list, inspect and change sessions (default: list)')
     .addHelpText('after', '\nExamples:\n  $ switchboard sessions --all-agents\n  $ switchboard sessions show agent:main:direct:alice');
-  registerCleanupCommand(sessions, hooks);
+}
 
+/** The listing: its flags on `sessions` itself and on `sessions list` (the default subcommand). */
+export function registerListing(sessions: Command, hooks: ProgramHooks): void {
   const list = (command: Command) =>
     addSelectionFlags(command)
       .option('--active <minutes>', 'only sessions updated in the last MINUTES')
@@ -98,57 +55,45 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   list(sessions);
   list(sessions.command('list', { isDefault: true }).description('table of sessions: Agent, Kind, Key, Age, Model, Flags'))
     .addHelpText('after', '\nExample:\n  $ switchboard sessions list --active 60 --json');
+}
 
-  addSelectionFlags(sessions.command('show').argument('<key-or-id>').description('one session: entry, freshness, lock, transcript stats'))
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions show agent:main:direct:alice')
-    .action(hooks.action((ctx: CliContext, key: string) => runShow(ctx, key)));
+/** Flags of a plain listing (and the global ones) that take a value: the word after one is not an operand. */
+const LISTING_VALUE_OPTIONS = new Set(['--agent', '--store', '--active', '--limit', '--state-dir', '--config', '--now']);
+const LISTING_FLAGS = new Set(['--all-agents', '--json', '--no-color', '-q', '--quiet', '-v', '--verbose']);
 
-  addSelectionFlags(
-    sessions
-      .command('transcript')
-      .argument('<key-or-id>')
-      .description('the conversation of the current instance, or of an archived one given by its session id; skipped damaged lines are reported on stderr')
-      .option('--tail <n>', 'only the last N records')
-      .option('--follow', 'keep printing records as they are appended, into the next instance after a reset, like tail -F (Ctrl-C to stop)')
-      .option('--raw', 'print the JSONL lines as stored'),
-  )
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions transcript agent:main:direct:alice --tail 20')
-    .action(hooks.action((ctx: CliContext, key: string) => runTranscript(ctx, key)));
+/**
+ * Whether argv is a plain listing: `sessions [list]` with nothing but the listing's and the global
+ * flags. Anything else (another subcommand, an operand, help, an unknown flag, `--`) is not, and
+ * gets every subcommand, so help, errors and "did you mean" see them all.
+ */
+export function isPlainListing(argv: readonly string[]): boolean {
+  let words = 0;
+  for (let i = 2; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (LISTING_VALUE_OPTIONS.has(arg)) i++;
+    else if (arg.includes('=') && LISTING_VALUE_OPTIONS.has(arg.slice(0, arg.indexOf('=')))) continue;
+    else if (LISTING_FLAGS.has(arg)) continue;
+    else if (arg.startsWith('-')) return false;
+    else if (words === 0 && arg === 'sessions') words = 1;
+    else if (words === 1 && arg === 'list') words = 2;
+    else return false;
+  }
+  return words > 0;
+}
 
-  addSelectionFlags(
-    sessions
-      .command('history')
-      .argument('<key-or-id>')
-      .description('every instance of a key, current and archived: sessionId, started, ended, why it ended, size'),
-  )
-    .addHelpText(
-      'after',
-      '\nKEY may be a deleted key (its archives remain) or the session id of any of its instances.\nRead an archived instance with `switchboard sessions transcript <sessionId>`.\n\nExample:\n  $ switchboard sessions history agent:main:direct:alice',
-    )
-    .action(hooks.action((ctx: CliContext, key: string) => runHistory(ctx, key)));
-
-  const reset = (command: Command) =>
-    addDestructiveFlags(addSelectionFlags(command.argument('<key-or-id...>').option('--reason <text>', 'why (kept in the reset notice)').option('--model <model>', 'model for the new instance')))
-      .addHelpText('after', `\n${ASKS_FIRST}\n\nExamples:\n  $ switchboard sessions reset agent:main:direct:alice --reason "fresh start"\n  $ switchboard sessions reset agent:main:direct:alice agent:main:direct:bob --dry-run`)
-      .action(hooks.action((ctx: CliContext, keys: string[]) => runReset(ctx, keys)));
-  reset(sessions.command('reset').description('rotate now: new sessionId, old transcript archived as .reset.<ts>'));
-  reset(program.command('reset').description('rotate a session now (same as `sessions reset`)'));
-
-  addSelectionFlags(sessions.command('pin').argument('<key-or-id>').description('never prune, cap or evict this session'))
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions pin agent:main:main')
-    .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, true)));
-  addSelectionFlags(sessions.command('unpin').argument('<key-or-id>').description('let maintenance treat this session normally again'))
-    .addHelpText('after', '\nExample:\n  $ switchboard sessions unpin agent:main:main')
-    .action(hooks.action((ctx: CliContext, key: string) => runPin(ctx, key, false)));
-  registerPinRouteCommands(sessions, hooks, { addSelectionFlags, selectionOf });
-  addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
-    .addHelpText('after', `\n${ASKS_FIRST}\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run`)
-    .action(hooks.action((ctx: CliContext, keys: string[]) => runDelete(ctx, keys)));
+/**
+ * What the `sessions` group registers: for a plain listing, the listing alone (registering the
+ * dozen other subcommands, and loading their flags' code, was a tenth of its start-up); for
+ * anything else, or without argv (help, completion), every subcommand.
+ */
+export async function sessionRegistration(argv: readonly string[] | undefined): Promise<Registration> {
+  if (argv !== undefined && isPlainListing(argv)) return (program, hooks) => registerListing(sessionsCommand(program), hooks);
+  return (await import('./sessions-commands.js')).registerSessionCommands;
 }
 
 async function runList(ctx: CliContext): Promise<number> {
   const flags = ctx.options as { active?: string; limit?: string };
-  const listing = await listSessions(await ctx.engine(), {
+  const listing = await listSessions(await ctx.readingEngine(), {
     ...selectionOf(ctx),
     activeMinutes: flags.active !== undefined ? positiveInt(flags.active, '--active') : undefined,
     limit: flags.limit === 'all' ? undefined : flags.limit !== undefined ? positiveInt(flags.limit, '--limit') : DEFAULT_LIST_LIMIT,
@@ -163,6 +108,8 @@ async function runList(ctx: CliContext): Promise<number> {
     ctx.streams.stdout.write(`no sessions in ${listing.stores.map((s) => s.path).join(', ')}\n`);
     return 0;
   }
+  // The table's code (and the time zone code it uses) loads for a terminal, not for --json.
+  const { formatAge, table } = await import('./format.js');
   const rows = listing.sessions.map((s) => [
     s.agentId,
     s.kind,
@@ -189,243 +136,4 @@ export function formatTokens(total: number | null, context: number | null): stri
   if (total === null) return '-';
   if (context === null || context <= 0) return compactCount(total);
   return `${compactCount(total)}/${compactCount(context)} (${Math.round((total / context) * 100)}%)`;
-}
-
-async function runShow(ctx: CliContext, key: string): Promise<number> {
-  const details = await showSession(await ctx.engine(), key, selectionOf(ctx));
-  const result = {
-    agentId: details.location.agentId,
-    key: details.key,
-    storePath: details.location.storePath,
-    transcriptPath: details.transcriptPath,
-    entry: details.entry,
-    freshness: details.freshness,
-    lock: details.lock,
-    transcript: details.transcript,
-  };
-  if (ctx.json) {
-    writeJsonLine(ctx.streams.stdout, result);
-    return 0;
-  }
-  const { entry, freshness, lock, transcript } = details;
-  const zone = displayTimeZone((await ctx.config()).config);
-  const formatTime = (ms: number | null | undefined) => formatTimeIn(ms, zone);
-  const rows: [string, string][] = [
-    ['key', details.key],
-    ['agent', details.location.agentId],
-    ['sessionId', entry.sessionId],
-    ['started', formatTime(entry.sessionStartedAt)],
-    ['last interaction', formatTime(entry.lastInteractionAt)],
-    ['updated', formatTime(entry.updatedAt)],
-    ['fresh', freshness.fresh ? `yes${freshness.nextResetAt ? ` (next reset ${formatTime(freshness.nextResetAt)})` : ' (no reset policy)'}` : `no: ${freshness.staleReason} (rotates on the next message)`],
-    // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
-    ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
-    // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).
-    // The session's address (cron/heartbeat output); each message is answered on its own route.
-    // OpenClaw leaves `to` out until it has a target (a Telegram group it only recorded).
-    ['address', entry.deliveryContext ? `${entry.deliveryContext.to ?? '(no target yet)'} on ${entry.deliveryContext.channel}${entry.deliveryContext.threadId !== undefined ? ` thread ${String(entry.deliveryContext.threadId)}` : ''}${entry.deliveryOwner?.peer ? `, owner ${entry.deliveryOwner.channel}:${entry.deliveryOwner.peer.kind}:${entry.deliveryOwner.peer.id}${entry.deliveryOwner.pinned ? ' (pinned)' : ''}` : ''}` : '-'],
-    ['labels', labelsLine(entry)],
-    ['first sender', senderLine(entry.origin)],
-    // Sub-agent lineage (OpenClaw also names the parent as `spawnedBy`): only sub-agents have it.
-    ...(lineageLine(entry) !== null ? [['spawned by', lineageLine(entry)!] as [string, string]] : []),
-    ['model', entry.modelOverride ?? entry.model ?? '-'],
-    ['tokens', tokensLine(tokenCountsOf(entry))],
-    ['pinned', entry.pinned ? 'yes' : 'no'],
-    ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
-    ['lock', lock ? (lock.owner ? `held by pid ${lock.owner.pid} since ${formatTime(lock.owner.acquiredAt)}` : 'present (no owner record)') : 'free'],
-    ['transcript', transcript ? `${details.transcriptPath} (${formatBytes(transcript.bytes)}, ${transcript.records} records${transcript.skipped ? `, ${transcript.skipped} damaged lines` : ''})` : `${details.transcriptPath} (missing)`],
-  ];
-  ctx.streams.stdout.write(rows.map(([k, v]) => `${k.padEnd(18)}${v}\n`).join(''));
-  return 0;
-}
-
-function labelsLine(entry: Record<string, unknown>): string {
-  const parts = (['displayName', 'subject', 'space'] as const).filter((k) => typeof entry[k] === 'string' && entry[k] !== '').map((k) => `${k} "${String(entry[k])}"`);
-  return parts.length > 0 ? parts.join(', ') : '-';
-}
-
-function senderLine(origin: unknown): string {
-  const o = (origin ?? {}) as { sender?: unknown; senderId?: unknown };
-  const label = typeof o.sender === 'string' ? o.sender : undefined;
-  const id = typeof o.senderId === 'string' ? o.senderId : undefined;
-  if (label === undefined) return id ?? '-';
-  return id !== undefined && id !== label ? `${label} (id ${id})` : label;
-}
-
-function lineageLine(entry: Record<string, unknown>): string | null {
-  const parent = typeof entry.parentSessionKey === 'string' ? entry.parentSessionKey : typeof entry.spawnedBy === 'string' ? entry.spawnedBy : undefined;
-  const depth = typeof entry.spawnDepth === 'number' ? entry.spawnDepth : undefined;
-  if (parent === undefined && depth === undefined) return null;
-  return `${parent ?? '(unknown parent)'}${depth !== undefined ? ` (depth ${depth})` : ''}`;
-}
-
-function tokensLine(counts: ReturnType<typeof tokenCountsOf>): string {
-  const { inputTokens, outputTokens, totalTokens, contextTokens } = counts;
-  if ([inputTokens, outputTokens, totalTokens, contextTokens].every((n) => n === null)) return '-';
-  const parts = [`context ${formatTokens(totalTokens, contextTokens)}`];
-  if (inputTokens !== null) parts.push(`in ${inputTokens}`);
-  if (outputTokens !== null) parts.push(`out ${outputTokens}`);
-  return parts.join(', ');
-}
-
-/** A record's stored time as shown: in the configured zone when one is set, to the second. */
-function shownTime(timestamp: unknown, zone: string | undefined): string {
-  if (typeof timestamp !== 'string') return '';
-  const ms = zone === undefined ? Number.NaN : Date.parse(timestamp);
-  const text = Number.isFinite(ms) ? formatInstant(ms, zone) : timestamp;
-  return text.replace('T', ' ').replace(/\.\d+(?=Z$|[+-]\d\d:\d\d$)/, '');
-}
-
-/** One readable line per record: time, who, text. `key`: the session asked for (OpenClaw's headers name none). */
-function renderRecord(record: TranscriptRecord, key: string, zone?: string): string {
-  const time = shownTime(record.timestamp, zone);
-  if (record.type === 'session') return `── session ${String(record.id)} (${typeof record.sessionKey === 'string' ? record.sessionKey : key}) started ${time}`;
-  if (record.type === 'message') {
-    const message = (record.message ?? {}) as { role?: string; content?: unknown; sender?: { name?: string; id?: string }; channel?: string; model?: string };
-    const text = messageContentText(message.content);
-    const who =
-      message.role === 'user'
-        ? `${message.sender?.name ?? message.sender?.id ?? 'user'}${message.channel ? ` via ${message.channel}` : ''}`
-        : message.model === 'delivery-mirror'
-          ? 'delivered'
-          : (message.role ?? '?');
-    return `${time}  ${who}: ${text}`;
-  }
-  // OpenClaw's settings records.
-  if (record.type === 'model_change') return `${time}  ── model ${[record.provider, record.modelId].filter((part) => typeof part === 'string').join('/')}`;
-  if (record.type === 'thinking_level_change') return `${time}  ── thinking ${String(record.thinkingLevel)}`;
-  if (record.type === 'reset_notice') return `${time}  ── reset (${String(record.reason)}) after session ${String(record.previousSessionId)}`;
-  if (record.type === 'custom') {
-    const data = (record.data ?? {}) as { text?: string };
-    return `${time}  [${String(record.customType)}] ${data.text ?? ''}`.trimEnd();
-  }
-  return `${time}  [${record.type}]`;
-}
-
-/** How often `--follow` looks for the key's next instance once the one it followed has ended. */
-const FOLLOW_RECHECK_MS = 300;
-
-async function runHistory(ctx: CliContext, key: string): Promise<number> {
-  const history = await sessionHistory(await ctx.engine(), key, selectionOf(ctx));
-  const zone = displayTimeZone((await ctx.config()).config);
-  const formatTime = (ms: number | null | undefined) => formatTimeIn(ms, zone);
-  if (ctx.json) {
-    writeJsonLine(ctx.streams.stdout, history);
-    return 0;
-  }
-  const rows = history.instances.map((i) => [
-    i.sessionId,
-    formatTime(i.startedAt),
-    i.current ? 'current' : i.endedAt === null ? '-' : formatTime(i.endedAt),
-    i.reason ?? (i.state === 'detached' ? 'not archived' : '-'),
-    formatBytes(i.bytes),
-  ]);
-  ctx.streams.stdout.write(`${history.sessionKey} (agent ${history.agentId}): ${history.instances.length} instance${history.instances.length === 1 ? '' : 's'}, oldest first\n`);
-  ctx.streams.stdout.write(await table(['SessionId', 'Started', 'Ended', 'Reason', 'Size'], rows));
-  return 0;
-}
-
-/** The transcript to print: the current instance of a key or id, else an archived instance by its id. */
-async function transcriptTarget(ctx: CliContext, key: string): Promise<{ details: SessionDetails | null; file: string; key: string }> {
-  const engine = await ctx.engine();
-  try {
-    const details = await showSession(engine, key, selectionOf(ctx));
-    return { details, file: details.transcriptPath, key: details.key };
-  } catch (err) {
-    if (!(err instanceof SwitchboardError && err.code === 'NOT_FOUND')) throw err;
-    const instance = await findInstance(engine, key.trim(), selectionOf(ctx));
-    if (instance === null) throw err;
-    return { details: null, file: instance.file, key: instance.sessionKey ?? '' };
-  }
-}
-
-async function runTranscript(ctx: CliContext, key: string): Promise<number> {
-  const flags = ctx.options as { tail?: string; follow?: boolean; raw?: boolean };
-  const target = await transcriptTarget(ctx, key);
-  if (target.details === null && flags.follow) {
-    throw new SwitchboardError('USAGE', `${key.trim()} is an archived instance: it does not grow`, { hint: 'follow its key instead: `switchboard sessions transcript KEY --follow`' });
-  }
-  const tail = flags.tail !== undefined ? positiveInt(flags.tail, '--tail') : undefined;
-  const zone = displayTimeZone((await ctx.config()).config);
-  const print = (record: TranscriptRecord) => {
-    if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
-    else ctx.streams.stdout.write(`${renderRecord(record, target.key, zone)}\n`);
-  };
-  const reader = readTranscript(target.file);
-  const kept: TranscriptRecord[] = [];
-  for await (const record of reader) {
-    if (tail === undefined) print(record);
-    else {
-      kept.push(record);
-      if (kept.length > tail) kept.shift();
-    }
-  }
-  kept.forEach(print);
-  if (reader.stats.skipped > 0) ctx.note(`switchboard: skipped ${reader.stats.skipped} damaged line(s) in ${target.file}${reader.stats.tornTail ? ' (torn tail: run `switchboard doctor --repair`)' : ''}`);
-  const details = target.details;
-  if (flags.follow && details !== null) {
-    const stop = new AbortController();
-    const onSignal = () => stop.abort();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    // `transcript --follow | head` ends when head does, like `tail -f | head`.
-    void whenOutputCloses(ctx.streams.stdout).then(onSignal);
-    try {
-      // Like `tail -F`: when the instance ends (a reset archives its file), follow the key into
-      // its next instance, with a notice on stderr; a deleted key is waited for.
-      let file = details.transcriptPath;
-      let offset = reader.stats.bytes;
-      while (!stop.signal.aborted) {
-        await followTranscript(file, offset, print, stop.signal);
-        while (!stop.signal.aborted) {
-          const next = await findSession(await ctx.engine(), details.key, { storePath: details.location.storePath }).catch(() => null);
-          const nextFile = next === null ? null : transcriptFileOf(next.location, next.entry, next.key);
-          if (next !== null && nextFile !== file) {
-            ctx.note(`switchboard: ${details.key} is now session ${String(next.entry.sessionId)}; following it`);
-            file = nextFile!;
-            offset = 0;
-            break;
-          }
-          await pause(FOLLOW_RECHECK_MS, stop.signal);
-        }
-      }
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
-  }
-  return 0;
-}
-
-async function runReset(ctx: CliContext, keys: string[]): Promise<number> {
-  const flags = ctx.options as { reason?: string; model?: string };
-  const targets = await planTargets(ctx, keys, 'reset');
-  const engine = await ctx.engine();
-  // The turn before a reset (session.reset.beforeReset) is a run: its events, and those of
-  // messages that queued behind it and run here afterwards, go to stderr as JSON lines.
-  configureQueue(engine, { sink: (event) => writeJsonLine(ctx.streams.stderr, event) });
-  for (const target of targets ?? []) {
-    const outcome = await resetSession(engine, target.key, { storePath: target.location.storePath, reason: flags.reason, model: flags.model });
-    if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-    else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}${beforeResetText(outcome.beforeReset)}\n`);
-  }
-  await waitForQueueWork(engine);
-  return 0;
-}
-
-async function runPin(ctx: CliContext, key: string, pinned: boolean): Promise<number> {
-  const outcome = await setPinned(await ctx.engine(), key, pinned, selectionOf(ctx));
-  if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-  else ctx.streams.stdout.write(`${pinned ? 'pinned' : 'unpinned'} ${outcome.sessionKey}\n`);
-  return 0;
-}
-
-async function runDelete(ctx: CliContext, keys: string[]): Promise<number> {
-  const targets = await planTargets(ctx, keys, 'delete');
-  for (const target of targets ?? []) {
-    const outcome = await deleteSession(await ctx.engine(), target.key, { storePath: target.location.storePath });
-    if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-    else ctx.streams.stdout.write(`deleted ${outcome.sessionKey}${outcome.archivedTo ? ` (transcript archived as ${outcome.archivedTo})` : ''}\n`);
-  }
-  return 0;
 }

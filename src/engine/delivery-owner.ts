@@ -6,7 +6,8 @@ import { messageAddress, setDeliveryAddress, type DeliveryOwner, type PlannedEnt
 import type { RouteInput } from '../routing/index.js';
 import { checkSessionEntry, updateSessionStore } from '../store/index.js';
 import type { EngineContext } from './context.js';
-import { findSession, type StoreSelection } from './sessions.js';
+import type { StoreSelection } from './session-list.js';
+import { findSession } from './sessions.js';
 
 export interface PinRouteOutcome {
   sessionKey: string;

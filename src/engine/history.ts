@@ -23,7 +23,8 @@ import {
   type TranscriptRecord,
 } from '../store/index.js';
 import { storeFor, type EngineContext } from './context.js';
-import { findSession, selectStores, type StoreSelection } from './sessions.js';
+import { selectStores, type StoreSelection } from './session-list.js';
+import { findSession } from './sessions.js';
 
 /** Why an instance ended: a reset notice's reason, `cron` (every cron run), `deleted`, or `reset` when no notice says more. */
 export type InstanceEndReason = 'command' | 'daily' | 'idle' | 'cron' | 'deleted' | 'reset' | string;

@@ -4,19 +4,13 @@
 export { type EngineContext, storeFor, knownAgentIds, transcriptPathIn, sessionLockOptions } from './context.js';
 export { parseInboundMessage, parseMessageLine, type InboundMessage, type MessageKind } from './message.js';
 export { ingestBatch, exitCodeFor, type IngestEvent, type ResultEvent, type ErrorEvent, type Disposition } from './ingest.js';
+export { selectStores, listSessions, transcriptFileOf, tokenCountsOf, type StoreSelection, type SessionRow, type SessionListing } from './session-list.js';
 export {
-  selectStores,
-  listSessions,
   findSession,
   showSession,
   resetSession,
   setPinned,
   deleteSession,
-  transcriptFileOf,
-  tokenCountsOf,
-  type StoreSelection,
-  type SessionRow,
-  type SessionListing,
   type FoundSession,
   type SessionDetails,
   type ResetOutcome,

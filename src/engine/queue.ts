@@ -22,7 +22,8 @@ import {
   type QueuedEntry,
 } from './queue-state.js';
 import { queueRuntimeFor } from './runtime.js';
-import { findSession, selectStores } from './sessions.js';
+import { selectStores } from './session-list.js';
+import { findSession } from './sessions.js';
 
 /** One waiting item (cli.md `queue list --json`, plus agentId, kind and position). */
 export interface QueueListItem {

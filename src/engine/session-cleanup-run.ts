@@ -20,7 +20,7 @@ import type { StoreLocation } from '../store/index.js';
 import { knownAgentIds, type EngineContext } from './context.js';
 import { buildMaintenanceSnapshot, type BusyKeysProvider } from './cleanup-snapshot.js';
 import { applyCleanupPlan, type ApplyOutcome, type CleanupProgress } from './session-cleanup.js';
-import { selectStores, type StoreSelection } from './sessions.js';
+import { selectStores, type StoreSelection } from './session-list.js';
 
 export interface SessionCleanupOptions extends StoreSelection {
   dryRun?: boolean;

@@ -1,9 +1,8 @@
-// Session operations shared by the CLI and the server: find, list, show, reset, pin, delete.
-// Every change goes through the store's one update path; removals archive first.
+// Session operations shared by the CLI and the server: find, show, reset, pin, delete (the listing is
+// in session-list.ts). Every change goes through the store's one update path; removals archive first.
 
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
-import path from 'node:path';
 import { SwitchboardError, normalizeAgentId, toSwitchboardError } from '../core/index.js';
 import { evaluateFreshness, resetPolicyFor, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
 import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
@@ -11,13 +10,10 @@ import {
   appendEntries,
   archiveFile,
   checkSessionEntry,
-  entryTranscriptName,
   sessionEntryProblem,
   lockPathFor,
-  isInMemory,
   readLockOwner,
   readSessionStore,
-  storedFileSizeSync,
   transactSessionStore,
   transcriptStats,
   updateSessionStore,
@@ -28,143 +24,12 @@ import {
   type TranscriptReadStats,
 } from '../store/index.js';
 import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
-import { commandAgentId, incognitoStoreFor, noCommandAgent, knownAgentIds, sessionLockOptions, storeFor, transcriptNameFor, transcriptPathIn, type EngineContext } from './context.js';
+import { noCommandAgent, sessionLockOptions, storeFor, transcriptNameFor, type EngineContext } from './context.js';
 import { THIS_PROCESS, isThisProcess, queueOf, type QueuedEntry, type SessionRef } from './queue-state.js';
 import { updateStore } from './run-store.js';
 import { executeTurn, type RunHost } from './runs.js';
 import { queueRuntimeFor } from './runtime.js';
-
-export interface StoreSelection {
-  agent?: string;
-  allAgents?: boolean;
-  /** An explicit sessions.json path (`--store`). */
-  storePath?: string;
-}
-
-/** The stores a command works on: one agent's (default agent by default), all, or a given file. */
-export function selectStores(ctx: EngineContext, selection: StoreSelection = {}): StoreLocation[] {
-  if (selection.storePath) {
-    const storePath = path.resolve(selection.storePath);
-    return [{ agentId: normalizeAgentId(path.basename(path.dirname(path.dirname(storePath)))), sessionsDir: path.dirname(storePath), storePath }];
-  }
-  const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
-  const stored = agentIds.map((id) => storeFor(ctx, id));
-  // A server's incognito sessions are part of what it shows (they exist nowhere else).
-  const { incognitoRoot } = ctx;
-  return incognitoRoot === undefined ? stored : [...stored, ...agentIds.map((id) => incognitoStoreFor(incognitoRoot, id))];
-}
-
-/** The transcript of an entry; an entry of the wrong shape is STORE_CORRUPT (for that entry only). */
-export function transcriptFileOf(location: StoreLocation, entry: SessionEntry, key = '(unknown key)'): string {
-  return transcriptPathIn(location, entryTranscriptName(checkSessionEntry(location.storePath, key, entry)));
-}
-
-export interface SessionRow {
-  agentId: string;
-  key: string;
-  sessionId: string;
-  kind: string;
-  chatType: string | null;
-  updatedAt: number;
-  ageMs: number;
-  sessionStartedAt: number | null;
-  lastInteractionAt: number | null;
-  model: string | null;
-  /** Token counts as the runner last reported them (OpenClaw's fields); null when never reported. */
-  inputTokens: number | null;
-  outputTokens: number | null;
-  /** The context in use after the latest call. */
-  totalTokens: number | null;
-  /** The model's context window. */
-  contextTokens: number | null;
-  pinned: boolean;
-  transcriptBytes: number | null;
-  /** Kept only in the memory of the running `serve` (gone when it stops); never on disk. */
-  incognito: boolean;
-  /** Only on a row of the wrong shape: why no command can use it (`switchboard doctor` lists it too). */
-  problem?: string;
-}
-
-export interface SessionListing {
-  stores: { agentId: string; path: string }[];
-  /** Rows listed (after --limit). */
-  count: number;
-  /** Rows that matched before --limit cut the list. */
-  total: number;
-  sessions: SessionRow[];
-}
-
-function kindOf(key: string): string {
-  try {
-    return parseSessionKey(key).kind;
-  } catch {
-    return 'other';
-  }
-}
-
-function countOf(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
-}
-
-/** The token fields of an entry, as written by switchboard or OpenClaw (anything else is null). */
-export function tokenCountsOf(entry: SessionEntry): Pick<SessionRow, 'inputTokens' | 'outputTokens' | 'totalTokens' | 'contextTokens'> {
-  // OpenClaw marks a total that no longer describes the context (after a compaction) as not fresh.
-  const total = entry.totalTokensFresh === false ? null : countOf(entry.totalTokens);
-  return { inputTokens: countOf(entry.inputTokens), outputTokens: countOf(entry.outputTokens), totalTokens: total, contextTokens: countOf(entry.contextTokens) };
-}
-
-/** Rows of the selected stores, newest first; `activeMinutes` keeps rows updated that recently. */
-export async function listSessions(ctx: EngineContext, selection: StoreSelection & { activeMinutes?: number; limit?: number } = {}): Promise<SessionListing> {
-  const stores = selectStores(ctx, selection);
-  const now = ctx.clock.now();
-  // Per row, what its transcript's path is built from; only rows that survive --limit get a path,
-  // a kind and a size (10 000 sessions: the per-row path checks and stats were most of the time).
-  const sources = new Map<SessionRow, { location: StoreLocation; entry: SessionEntry }>();
-  const rows: SessionRow[] = [];
-  for (const location of stores) {
-    const store = await readSessionStore(location.storePath);
-    const incognito = isInMemory(location.storePath);
-    for (const [key, entry] of Object.entries(store)) {
-      // A row of the wrong shape is listed (marked), not skipped and not a crash of the listing.
-      const problem = sessionEntryProblem(entry, location.sessionsDir);
-      const updatedAt = typeof entry.updatedAt === 'number' && Number.isFinite(entry.updatedAt) ? entry.updatedAt : 0;
-      if (selection.activeMinutes !== undefined && now - updatedAt > selection.activeMinutes * 60_000) continue;
-      const row: SessionRow = {
-        agentId: location.agentId,
-        key,
-        sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : String(entry.sessionId),
-        kind: '',
-        chatType: typeof entry.chatType === 'string' ? entry.chatType : null,
-        updatedAt,
-        ageMs: Math.max(0, now - updatedAt),
-        sessionStartedAt: problem === null ? (entry.sessionStartedAt ?? null) : null,
-        lastInteractionAt: problem === null ? (entry.lastInteractionAt ?? null) : null,
-        model: typeof (entry.modelOverride ?? entry.model) === 'string' ? (entry.modelOverride ?? entry.model)! : null,
-        ...tokenCountsOf(entry),
-        pinned: entry.pinned === true,
-        transcriptBytes: null,
-        incognito,
-      };
-      if (problem === null) sources.set(row, { location, entry });
-      else row.problem = problem.reason;
-      rows.push(row);
-    }
-  }
-  rows.sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : 1));
-  const limited = selection.limit !== undefined ? rows.slice(0, selection.limit) : rows;
-  for (const row of limited) {
-    row.kind = kindOf(row.key);
-    const source = sources.get(row);
-    if (source !== undefined) row.transcriptBytes = storedFileSizeSync(transcriptFileOf(source.location, source.entry, row.key));
-  }
-  return {
-    // Files only: a server's incognito rows carry their marker instead of a store path.
-    stores: stores.filter((s) => !isInMemory(s.storePath)).map((s) => ({ agentId: s.agentId, path: s.storePath })),
-    count: limited.length,
-    total: rows.length,
-    sessions: limited,
-  };
-}
+import { selectStores, transcriptFileOf, type StoreSelection } from './session-list.js';
 
 export interface FoundSession {
   location: StoreLocation;

@@ -78,7 +78,10 @@ export function decodeAndParse(bytes: Uint8Array, storePath: string): ParsedStor
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw storeCorrupt(storePath, 'the top level is not a JSON object', bytes.length);
   }
-  for (const [sessionKey, entry] of Object.entries(parsed)) {
+  // Keys, not entries: a [key, value] pair per session (10 000 of them) was garbage to collect.
+  const store = parsed as Record<string, unknown>;
+  for (const sessionKey of Object.keys(store)) {
+    const entry = store[sessionKey];
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
       throw storeCorrupt(storePath, `entry "${sessionKey.slice(0, 200)}" is not an object`, bytes.length);
     }

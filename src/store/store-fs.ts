@@ -5,7 +5,6 @@
 import { closeSync, copyFileSync, fsync, linkSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import { errnoOf } from '../core/index.js';
 import { memoryVolumeFor } from './memory-volume.js';
 import { fileKindOf, notRegularFileError, readRegularFile, type FileKind } from './regular-file.js';
@@ -122,6 +121,8 @@ export const nodeStoreFileSystem: StoreFileSystem = {
     // Its temp is `<realpath of the target>.<uint32>`, or `<target>.<uint32>` for a new file.
     const dirs = new Set([path.dirname(path.resolve(targetPath)), await realpath(path.dirname(targetPath))]);
     const baseName = path.basename(targetPath);
+    // Loaded at the first replace: commands that only read the store (a listing) never load it.
+    const { default: writeFileAtomic } = await import('write-file-atomic');
     await writeFileAtomic(targetPath, '', {
       mode,
       fsync: true,

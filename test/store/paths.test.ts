@@ -202,6 +202,15 @@ describe('case 6: ids that try to escape never produce a path outside the store'
     assert.equal(resolveInside(sessionsDir, '..x'), `${sessionsDir}/..x`);
   });
 
+  test('resolveInside joins plain names (its quick path) exactly as path.join does, from any spelling of the folder', () => {
+    const names = ['abc.jsonl', 'a-topic-1.jsonl', 'sessions.json.lock', 'x.jsonl.deleted.2026-11-30T12-00-00.000Z', 'A~b@c+d,e=f', '0', 'x'.repeat(255)];
+    for (const dir of [sessionsDir, `${sessionsDir}/`, `${sessionsDir}/./`, `${sessionsDir}/../${path.basename(sessionsDir)}`, '/', path.relative(process.cwd(), sessionsDir)]) {
+      for (const name of names) assert.equal(resolveInside(dir, name), path.join(path.resolve(dir), name), `${dir} + ${name}`);
+    }
+    // Not a string: refused as before, whatever it turns into as a string.
+    assert.throws(() => resolveInside(sessionsDir, ['abc.jsonl'] as unknown as string), isBadInput);
+  });
+
   test('a generated sweep of dangerous strings: every produced path is inside, everything else is BAD_INPUT', () => {
     // Deterministic generator (xorshift) over the characters that matter for paths.
     const alphabet = ['.', '.', '/', '\\', '\0', '%', '2', 'e', 'f', 'a', '-', '_', ':', '~', ' ', 'é', '\n'];

@@ -36,7 +36,7 @@ import { SwitchboardError, normalizeAgentId } from '../../core/index.js';
 import { findUnknownKeys } from '../../config/index.js';
 import type { StoreLocation } from '../../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from '../context.js';
-import { selectStores, type StoreSelection } from '../sessions.js';
+import { selectStores, type StoreSelection } from '../session-list.js';
 import { checkEntries } from './entries.js';
 import { describeError, listFolder, statOrNull } from './files.js';
 import { checkJournal } from './journal.js';

@@ -2,7 +2,7 @@
 // --repair, grouped per store. The JSON shape is the public contract of `doctor --json`.
 
 import type { ErrorCode } from '../../core/index.js';
-import type { StoreSelection } from '../sessions.js';
+import type { StoreSelection } from '../session-list.js';
 
 export type DoctorProblemKind =
   /** sessions.json is empty, truncated, not JSON, has NUL bytes or is not an object of objects. */

@@ -14,7 +14,7 @@ import {
   type StoreLocation,
 } from '../../store/index.js';
 import { sessionLockOptions, type EngineContext } from '../context.js';
-import { transcriptFileOf } from '../sessions.js';
+import { transcriptFileOf } from '../session-list.js';
 import { asSwitchboardError, type FolderListing } from './files.js';
 import type { DoctorProblem, DoctorStoreReport, RepairOutcome } from './report.js';
 import type { TranscriptScan } from './transcript-scan.js';

@@ -1,0 +1,161 @@
+// Which stores a command works on, and the session listing (`sessions --json`, the server's
+// sessions.list). Read-only: nothing here writes, so a listing loads none of the write paths.
+
+import path from 'node:path';
+import { normalizeAgentId } from '../core/index.js';
+import { parseSessionKey } from '../routing/index.js';
+import {
+  checkSessionEntry,
+  entryTranscriptName,
+  isInMemory,
+  readSessionStore,
+  sessionEntryProblem,
+  storedFileSizeSync,
+  type SessionEntry,
+  type StoreLocation,
+} from '../store/index.js';
+import { commandAgentId, incognitoStoreFor, knownAgentIds, storeFor, transcriptPathIn, type EngineContext } from './context.js';
+
+export interface StoreSelection {
+  agent?: string;
+  allAgents?: boolean;
+  /** An explicit sessions.json path (`--store`). */
+  storePath?: string;
+}
+
+/** The stores a command works on: one agent's (default agent by default), all, or a given file. */
+export function selectStores(ctx: EngineContext, selection: StoreSelection = {}): StoreLocation[] {
+  if (selection.storePath) {
+    const storePath = path.resolve(selection.storePath);
+    return [{ agentId: normalizeAgentId(path.basename(path.dirname(path.dirname(storePath)))), sessionsDir: path.dirname(storePath), storePath }];
+  }
+  const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
+  const stored = agentIds.map((id) => storeFor(ctx, id));
+  // A server's incognito sessions are part of what it shows (they exist nowhere else).
+  const { incognitoRoot } = ctx;
+  return incognitoRoot === undefined ? stored : [...stored, ...agentIds.map((id) => incognitoStoreFor(incognitoRoot, id))];
+}
+
+/** The transcript of an entry; an entry of the wrong shape is STORE_CORRUPT (for that entry only). */
+export function transcriptFileOf(location: StoreLocation, entry: SessionEntry, key = '(unknown key)'): string {
+  return transcriptPathIn(location, entryTranscriptName(checkSessionEntry(location.storePath, key, entry)));
+}
+
+export interface SessionRow {
+  agentId: string;
+  key: string;
+  sessionId: string;
+  kind: string;
+  chatType: string | null;
+  updatedAt: number;
+  ageMs: number;
+  sessionStartedAt: number | null;
+  lastInteractionAt: number | null;
+  model: string | null;
+  /** Token counts as the runner last reported them (OpenClaw's fields); null when never reported. */
+  inputTokens: number | null;
+  outputTokens: number | null;
+  /** The context in use after the latest call. */
+  totalTokens: number | null;
+  /** The model's context window. */
+  contextTokens: number | null;
+  pinned: boolean;
+  transcriptBytes: number | null;
+  /** Kept only in the memory of the running `serve` (gone when it stops); never on disk. */
+  incognito: boolean;
+  /** Only on a row of the wrong shape: why no command can use it (`switchboard doctor` lists it too). */
+  problem?: string;
+}
+
+export interface SessionListing {
+  stores: { agentId: string; path: string }[];
+  /** Rows listed (after --limit). */
+  count: number;
+  /** Rows that matched before --limit cut the list. */
+  total: number;
+  sessions: SessionRow[];
+}
+
+function kindOf(key: string): string {
+  try {
+    return parseSessionKey(key).kind;
+  } catch {
+    return 'other';
+  }
+}
+
+function countOf(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
+}
+
+/** The token fields of an entry, as written by switchboard or OpenClaw (anything else is null). */
+export function tokenCountsOf(entry: SessionEntry): Pick<SessionRow, 'inputTokens' | 'outputTokens' | 'totalTokens' | 'contextTokens'> {
+  // OpenClaw marks a total that no longer describes the context (after a compaction) as not fresh.
+  const total = entry.totalTokensFresh === false ? null : countOf(entry.totalTokens);
+  return { inputTokens: countOf(entry.inputTokens), outputTokens: countOf(entry.outputTokens), totalTokens: total, contextTokens: countOf(entry.contextTokens) };
+}
+
+/** An entry that passed the filter: what sorting needs, and where the rest of its row comes from. */
+interface Candidate {
+  location: StoreLocation;
+  incognito: boolean;
+  key: string;
+  entry: SessionEntry;
+  updatedAt: number;
+}
+
+/** Rows of the selected stores, newest first; `activeMinutes` keeps rows updated that recently. */
+export async function listSessions(ctx: EngineContext, selection: StoreSelection & { activeMinutes?: number; limit?: number } = {}): Promise<SessionListing> {
+  const stores = selectStores(ctx, selection);
+  const now = ctx.clock.now();
+  const maxAgeMs = selection.activeMinutes !== undefined ? selection.activeMinutes * 60_000 : undefined;
+  // Filtering and sorting need only a time and a key per entry; the row itself (shape check,
+  // kind, transcript path and size) is built for the rows --limit keeps: the default listing of a
+  // 10 000-session store builds 100 rows, not 10 000.
+  const candidates: Candidate[] = [];
+  for (const location of stores) {
+    const store = await readSessionStore(location.storePath);
+    const incognito = isInMemory(location.storePath);
+    for (const key of Object.keys(store)) {
+      const entry = store[key]!;
+      const updatedAt = typeof entry.updatedAt === 'number' && Number.isFinite(entry.updatedAt) ? entry.updatedAt : 0;
+      if (maxAgeMs !== undefined && now - updatedAt > maxAgeMs) continue;
+      candidates.push({ location, incognito, key, entry, updatedAt });
+    }
+  }
+  candidates.sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : 1));
+  const limited = selection.limit !== undefined ? candidates.slice(0, selection.limit) : candidates;
+  const sessions = limited.map((candidate) => rowOf(candidate, now));
+  return {
+    // Files only: a server's incognito rows carry their marker instead of a store path.
+    stores: stores.filter((s) => !isInMemory(s.storePath)).map((s) => ({ agentId: s.agentId, path: s.storePath })),
+    count: sessions.length,
+    total: candidates.length,
+    sessions,
+  };
+}
+
+/** One listed row. A row of the wrong shape is listed (marked), not skipped and not a crash of the listing. */
+function rowOf({ location, incognito, key, entry, updatedAt }: Candidate, now: number): SessionRow {
+  const problem = sessionEntryProblem(entry, location.sessionsDir);
+  const model = entry.modelOverride ?? entry.model;
+  const row: SessionRow = {
+    agentId: location.agentId,
+    key,
+    sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : String(entry.sessionId),
+    kind: kindOf(key),
+    chatType: typeof entry.chatType === 'string' ? entry.chatType : null,
+    updatedAt,
+    ageMs: Math.max(0, now - updatedAt),
+    sessionStartedAt: problem === null ? (entry.sessionStartedAt ?? null) : null,
+    lastInteractionAt: problem === null ? (entry.lastInteractionAt ?? null) : null,
+    model: typeof model === 'string' ? model : null,
+    ...tokenCountsOf(entry),
+    pinned: entry.pinned === true,
+    // transcriptFileOf() would repeat the shape check just made; the name is still checked.
+    transcriptBytes: problem === null ? storedFileSizeSync(transcriptPathIn(location, entryTranscriptName(entry))) : null,
+    incognito,
+  };
+  if (problem !== null) row.problem = problem.reason;
+  return row;
+}
