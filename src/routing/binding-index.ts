@@ -98,99 +98,96 @@ export interface BindingIndex {
   accountCodes: Map<string, number>;
 }
 
-/** Bindings of one channel grouped by key, in config order, before they are chained. */
-interface ChannelLists {
-  peerDirect: Map<string, CompiledBinding[]>;
-  peerGroup: Map<string, CompiledBinding[]>;
-  wildcardDirect: CompiledBinding[];
-  wildcardGroup: CompiledBinding[];
-  guild: Map<string, CompiledBinding[]>;
-  team: Map<string, CompiledBinding[]>;
-  plainByAccount: Map<number, CompiledBinding[]>;
-  plainWildcard: CompiledBinding[];
+function nodeOf(binding: CompiledBinding, account: number, next: IndexNode | undefined): IndexNode {
+  return {
+    binding,
+    tier: binding.tier,
+    account,
+    constrained: binding.guildId !== undefined || binding.teamId !== undefined || binding.roles.length > 0,
+    next,
+    split: undefined,
+  };
 }
 
-function pushTo<K>(map: Map<K, CompiledBinding[]>, key: K, binding: CompiledBinding): void {
-  const list = map.get(key);
-  if (list) list.push(binding);
-  else map.set(key, [binding]);
+function prepend<K>(chains: Map<K, IndexNode>, key: K, binding: CompiledBinding, account: number): void {
+  chains.set(key, nodeOf(binding, account, chains.get(key)));
 }
 
-function chainOf(list: CompiledBinding[], accountCodes: Map<string, number>, splitCrowded = true): IndexNode | undefined {
-  let head: IndexNode | undefined;
-  for (let i = list.length - 1; i >= 0; i--) {
-    const binding = list[i]!;
-    head = {
-      binding,
-      tier: binding.tier,
-      account: binding.accountPattern === '*' ? ANY_ACCOUNT : accountCodes.get(binding.accountPattern)!,
-      constrained: binding.guildId !== undefined || binding.teamId !== undefined || binding.roles.length > 0,
-      next: head,
-      split: undefined,
-    };
+/** Gives the first node of a chain longer than CROWDED its split by account (sub-chains in config order). */
+function splitIfCrowded(head: IndexNode | undefined): void {
+  let length = 0;
+  for (let node = head; node !== undefined && length <= CROWDED; node = node.next) length++;
+  if (head === undefined || length <= CROWDED) return;
+  const heads = new Map<number, IndexNode>();
+  const tails = new Map<number, IndexNode>();
+  for (let node: IndexNode | undefined = head; node !== undefined; node = node.next) {
+    const copy = nodeOf(node.binding, node.account, undefined);
+    const tail = tails.get(node.account);
+    if (tail === undefined) heads.set(node.account, copy);
+    else tail.next = copy;
+    tails.set(node.account, copy);
   }
-  if (splitCrowded && head !== undefined && list.length > CROWDED) {
-    const byAccount = new Map<number, CompiledBinding[]>();
-    for (let node: IndexNode | undefined = head; node !== undefined; node = node.next) pushTo(byAccount, node.account, node.binding);
-    head.split = new Map([...byAccount].map(([account, bindings]) => [account, chainOf(bindings, accountCodes, false)!]));
-  }
-  return head;
+  head.split = heads;
 }
 
-function chainAll<K>(lists: Map<K, CompiledBinding[]>, accountCodes: Map<string, number>): Map<K, IndexNode> {
-  const chains = new Map<K, IndexNode>();
-  for (const [key, list] of lists) chains.set(key, chainOf(list, accountCodes)!);
-  return chains;
-}
+const NO_KEYS = new Uint32Array(0);
 
 /** Indexes compiled bindings (in config order) by channel, tier and key. */
 export function buildBindingIndex(bindings: readonly CompiledBinding[]): BindingIndex {
   const accountCodes = new Map<string, number>();
-  const lists = new Map<string, ChannelLists>();
   for (const binding of bindings) {
     if (binding.accountPattern !== '*' && !accountCodes.has(binding.accountPattern)) accountCodes.set(binding.accountPattern, accountCodes.size);
-    let channel = lists.get(binding.channel);
+  }
+  const channels = new Map<string, ChannelIndex>();
+  // Backwards, each binding going in front of its chain: chains come out in config order.
+  for (let i = bindings.length - 1; i >= 0; i--) {
+    const binding = bindings[i]!;
+    let channel = channels.get(binding.channel);
     if (!channel) {
-      channel = { peerDirect: new Map(), peerGroup: new Map(), wildcardDirect: [], wildcardGroup: [], guild: new Map(), team: new Map(), plainByAccount: new Map(), plainWildcard: [] };
-      lists.set(binding.channel, channel);
+      channel = {
+        peerExact: { direct: new Map(), group: new Map() },
+        peerWildcard: { direct: undefined, group: undefined },
+        guild: new Map(),
+        team: new Map(),
+        plainByAccount: new Map(),
+        plainWildcard: undefined,
+        filter: NO_KEYS,
+      };
+      channels.set(binding.channel, channel);
     }
+    const account = binding.accountPattern === '*' ? ANY_ACCOUNT : accountCodes.get(binding.accountPattern)!;
     switch (binding.tier) {
       case 1:
-        pushTo(binding.peer!.peerClass === 'direct' ? channel.peerDirect : channel.peerGroup, binding.peer!.id, binding);
+        prepend(binding.peer!.peerClass === 'direct' ? channel.peerExact.direct : channel.peerExact.group, binding.peer!.id, binding, account);
         break;
       case 3:
-        (binding.peer!.peerClass === 'direct' ? channel.wildcardDirect : channel.wildcardGroup).push(binding);
+        if (binding.peer!.peerClass === 'direct') channel.peerWildcard.direct = nodeOf(binding, account, channel.peerWildcard.direct);
+        else channel.peerWildcard.group = nodeOf(binding, account, channel.peerWildcard.group);
         break;
       case 4:
       case 5:
-        pushTo(channel.guild, binding.guildId!, binding);
+        prepend(channel.guild, binding.guildId!, binding, account);
         break;
       case 6:
-        pushTo(channel.team, binding.teamId!, binding);
+        prepend(channel.team, binding.teamId!, binding, account);
         break;
       case 7:
-        pushTo(channel.plainByAccount, accountCodes.get(binding.accountPattern)!, binding);
+        prepend(channel.plainByAccount, account, binding, account);
         break;
       default:
-        channel.plainWildcard.push(binding);
+        channel.plainWildcard = nodeOf(binding, account, channel.plainWildcard);
     }
   }
-  const channels = new Map<string, ChannelIndex>();
-  for (const [name, channel] of lists) {
-    channels.set(name, {
-      peerExact: { direct: chainAll(channel.peerDirect, accountCodes), group: chainAll(channel.peerGroup, accountCodes) },
-      peerWildcard: { direct: chainOf(channel.wildcardDirect, accountCodes), group: chainOf(channel.wildcardGroup, accountCodes) },
-      guild: chainAll(channel.guild, accountCodes),
-      team: chainAll(channel.team, accountCodes),
-      plainByAccount: chainAll(channel.plainByAccount, accountCodes),
-      plainWildcard: chainOf(channel.plainWildcard, accountCodes),
-      filter: filterOf([
-        [KEY_KIND.direct, channel.peerDirect],
-        [KEY_KIND.group, channel.peerGroup],
-        [KEY_KIND.guild, channel.guild],
-        [KEY_KIND.team, channel.team],
-      ]),
-    });
+  for (const channel of channels.values()) {
+    for (const chains of [channel.peerExact.direct, channel.peerExact.group, channel.guild, channel.team]) for (const head of chains.values()) splitIfCrowded(head);
+    splitIfCrowded(channel.peerWildcard.direct);
+    splitIfCrowded(channel.peerWildcard.group);
+    channel.filter = filterOf([
+      [KEY_KIND.direct, channel.peerExact.direct],
+      [KEY_KIND.group, channel.peerExact.group],
+      [KEY_KIND.guild, channel.guild],
+      [KEY_KIND.team, channel.team],
+    ]);
   }
   return { channels, accountCodes };
 }
