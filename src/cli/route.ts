@@ -3,7 +3,7 @@
 
 import type { Command } from 'commander';
 import { SwitchboardError, describeLineError, isSwitchboardError, jsonDepthExceeds, mayNestDeeperThan, readNdjson, toSwitchboardError } from '../core/index.js';
-import { normalizeRouteInput, readRouteInputLine, resolveRoute, routeJson, type TraceTier } from '../routing/index.js';
+import { normalizeRouteInput, resolveRoute, routeJson, type TraceTier } from '../routing/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { BufferedWriter, writeJsonLine } from './output.js';
@@ -81,17 +81,14 @@ async function runBatch(ctx: CliContext): Promise<number> {
         continue;
       } else {
         try {
-          // Most lines are plain route objects, read without JSON.parse; the rest go through it.
-          let parsed: unknown = readRouteInputLine(item.text);
-          if (parsed === undefined) {
-            try {
-              parsed = JSON.parse(item.text);
-            } catch (err) {
-              throw new SwitchboardError('BAD_INPUT', `not JSON: ${(err as Error).message}`);
-            }
-            // Error messages quote bad values: one nested thousands of levels deep would overflow the stack.
-            if (mayNestDeeperThan(item.text) && jsonDepthExceeds(parsed)) throw new SwitchboardError('BAD_INPUT', describeLineError('too-deep', 0));
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(item.text);
+          } catch (err) {
+            throw new SwitchboardError('BAD_INPUT', `not JSON: ${(err as Error).message}`);
           }
+          // Error messages quote bad values: one nested thousands of levels deep would overflow the stack.
+          if (mayNestDeeperThan(item.text) && jsonDepthExceeds(parsed)) throw new SwitchboardError('BAD_INPUT', describeLineError('too-deep', 0));
           result = routeJson(resolveRoute(table, normalizeRouteInput(parsed)).route);
         } catch (err) {
           const error = toSwitchboardError(err);

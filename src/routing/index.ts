@@ -5,7 +5,6 @@ export type * from './types.js';
 export { normalizeRouteInput, normalizePeer, normalizePeerKind, describeType } from './normalize.js';
 export { compileRoutingTable, type RoutingTable, type CompiledBinding, type AgentInfo, type OwnerSource } from './routing-table.js';
 export { routeJson } from './route-json.js';
-export { readRouteInputLine, type RawRouteInput } from './input-line.js';
 export { resolveRoute, explainRoute, selectAgent, routeFor, noOwnerError, type RouteResolution, type RouteExplanation } from './resolve.js';
 export {
   buildSessionKey,
