@@ -5,7 +5,7 @@ import { SwitchboardError } from '../core/index.js';
 import type { CompiledBinding, RoutingTable } from './routing-table.js';
 import { peerClassOf } from './routing-table.js';
 import { ANY_ACCOUNT, KEY_KIND, UNKNOWN_ACCOUNT, mayHold, type ChannelIndex, type IndexNode } from './binding-index.js';
-import { buildSessionKey } from './session-key.js';
+import { buildSessionKey, type SessionKeyParams } from './session-key.js';
 import { isTelegramTopic } from './normalize.js';
 import type { KeyDerivation, MatchedBy, Peer, ResolvedRoute, RouteInput, TraceCandidate, TraceTier } from './types.js';
 
@@ -202,37 +202,46 @@ export function noOwnerError(table: RoutingTable, input: RouteInput, selection: 
   });
 }
 
-/** Assembles the ResolvedRoute for a selection: agent, then the key from the session policy. */
-export function routeFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): RouteResolution {
+/**
+ * What the session key of a selection is built from: its agent and session scope with the input's
+ * conversation. NO_OWNER when nobody owns the message.
+ */
+export function keyParamsFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): SessionKeyParams {
   const binding = selection.binding;
   const agentId = binding && !binding.usesOwner ? binding.agentId : table.owner;
   if (agentId === undefined) throw noOwnerError(table, input, selection);
   // The matched binding's own scope wins; the default tier has no binding and uses the global one.
-  const dmScope = binding?.session?.dmScope ?? table.dmScope;
-  const groupScope = binding?.session?.groupScope ?? table.groupScope;
-  const { sessionKey, mainSessionKey, derivation } = buildSessionKey({
+  const current = table.generation === 'entries';
+  return {
     agentId,
     channel: input.channel,
     accountId: input.accountId,
     peer: input.peer,
-    dmScope,
-    ...(table.generation === 'entries' ? { groupScope, keepPeerCase: table.keepPeerCase } : {}),
+    dmScope: binding?.session?.dmScope ?? table.dmScope,
+    groupScope: current ? (binding?.session?.groupScope ?? table.groupScope) : undefined,
+    keepPeerCase: current ? table.keepPeerCase : undefined,
     mainKey: table.mainKey,
     identityLinks: table.identityLinks,
     threadId: isTelegramTopic(input) ? undefined : input.threadId,
-  });
+  };
+}
+
+/** Assembles the ResolvedRoute for a selection: agent, then the key from the session policy. */
+export function routeFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): RouteResolution {
+  const params = keyParamsFor(table, input, selection);
+  const { sessionKey, mainSessionKey, derivation } = buildSessionKey(params);
   return {
     route: {
-      agentId,
+      agentId: params.agentId,
       channel: input.channel,
       accountId: input.accountId,
-      dmScope,
+      dmScope: params.dmScope,
       sessionKey,
       mainSessionKey,
       lastRoutePolicy: sessionKey === mainSessionKey ? 'main' : 'session',
       matchedBy: selection.matchedBy,
     },
-    binding,
+    binding: selection.binding,
     derivation,
   };
 }

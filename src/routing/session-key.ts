@@ -81,10 +81,25 @@ function peerIdOrUnknown(id: string): string {
 
 /** Builds `agent:<agentId>:<rest>` from a route, the dmScope policy, identity links and a thread. */
 export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
-  const { agentId, channel, accountId, peer, dmScope, mainKey } = params;
-  const mainSessionKey = `agent:${agentId}:${mainKey}`;
+  const { dmScope, mainKey } = params;
+  const mainSessionKey = mainSessionKeyOf(params.agentId, mainKey);
   const derivation: KeyDerivation = { dmScope, mainKey };
   if (params.groupScope !== undefined) derivation.groupScope = params.groupScope;
+  const sessionKey = sessionKeyWith(params, mainSessionKey, derivation);
+  return { sessionKey, mainSessionKey, derivation };
+}
+
+/** `agent:<agentId>:<mainKey>`, the key every main-scoped message of an agent shares. */
+export function mainSessionKeyOf(agentId: string, mainKey: string): string {
+  return `agent:${agentId}:${mainKey}`;
+}
+
+/**
+ * The session key of buildSessionKey given its main session key (`mainSessionKeyOf`), for callers
+ * that need only the key: `derivation`, when given, gets the identity link and thread suffix used.
+ */
+export function sessionKeyWith(params: SessionKeyParams, mainSessionKey: string, derivation?: KeyDerivation): string {
+  const { agentId, channel, accountId, peer, dmScope } = params;
   let baseKey: string;
   if (!peer) {
     baseKey = mainSessionKey;
@@ -96,7 +111,7 @@ export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
       const link = lookupIdentityLink(params.identityLinks, channel, peerId);
       if (link) {
         peerId = link.canonical;
-        derivation.identityLink = link;
+        if (derivation) derivation.identityLink = link;
       }
       peerId = peerId.toLowerCase();
       if (dmScope === 'per-peer') baseKey = `agent:${agentId}:direct:${peerId}`;
@@ -110,8 +125,8 @@ export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
     baseKey = `agent:${agentId}:${channel}:${peer.kind}:${params.keepPeerCase && keepsCase(channel, peer.kind) ? peerId : peerId.toLowerCase()}`;
   }
   const sessionKey = appendThreadSuffix(baseKey, params.threadId);
-  if (sessionKey !== baseKey) derivation.threadSuffix = sessionKey.slice(baseKey.length);
-  return { sessionKey, mainSessionKey, derivation };
+  if (derivation && sessionKey !== baseKey) derivation.threadSuffix = sessionKey.slice(baseKey.length);
+  return sessionKey;
 }
 
 /** `<baseKey>:thread:<threadId>` (thread id lower-cased); no thread → the base key. */
