@@ -147,7 +147,7 @@ function checkBindings(config: SwitchboardConfig, problems: string[]): void {
   for (let i = 0; i < bindings.length; i++) {
     const binding = bindings[i];
     if (!isRecord(binding)) continue;
-    const path = () => `bindings[${i}]`;
+    const path = (): string => `bindings[${i}]`;
     const acp = binding.type === 'acp';
     const allowed = acp ? ACP_BINDING_KEYS : ROUTE_BINDING_KEYS;
     for (const key in binding) {

@@ -135,9 +135,6 @@ const NO_KEYS = new Uint32Array(0);
 /** Indexes compiled bindings (in config order) by channel, tier and key. */
 export function buildBindingIndex(bindings: readonly CompiledBinding[]): BindingIndex {
   const accountCodes = new Map<string, number>();
-  for (const binding of bindings) {
-    if (binding.accountPattern !== '*' && !accountCodes.has(binding.accountPattern)) accountCodes.set(binding.accountPattern, accountCodes.size);
-  }
   const channels = new Map<string, ChannelIndex>();
   // Backwards, each binding going in front of its chain: chains come out in config order.
   for (let i = bindings.length - 1; i >= 0; i--) {
@@ -155,7 +152,11 @@ export function buildBindingIndex(bindings: readonly CompiledBinding[]): Binding
       };
       channels.set(binding.channel, channel);
     }
-    const account = binding.accountPattern === '*' ? ANY_ACCOUNT : accountCodes.get(binding.accountPattern)!;
+    let account = ANY_ACCOUNT;
+    if (binding.accountPattern !== '*') {
+      account = accountCodes.get(binding.accountPattern) ?? accountCodes.size;
+      if (account === accountCodes.size) accountCodes.set(binding.accountPattern, account);
+    }
     switch (binding.tier) {
       case 1:
         prepend(binding.peer!.peerClass === 'direct' ? channel.peerExact.direct : channel.peerExact.group, binding.peer!.id, binding, account);

@@ -29,7 +29,7 @@ export interface CompiledBinding {
   peer?: { kind: PeerKind; peerClass: PeerClass; id: string; wildcard: boolean };
   guildId?: string;
   teamId?: string;
-  roles: string[];
+  roles: readonly string[];
   match: BindingMatch;
   incognito: boolean;
   /** A blank agentId (agents.entries configs): the binding routes to the fallback owner, if any. */
@@ -76,6 +76,9 @@ function accountPatternOf(raw: unknown): string {
   return trimmed === '*' ? '*' : normalizeAccountId(trimmed);
 }
 
+/** Shared by every binding without roles (most of them): one array instead of one per binding. */
+const NO_ROLES: readonly string[] = Object.freeze([]);
+
 function tierOf(binding: Pick<CompiledBinding, 'peer' | 'guildId' | 'roles' | 'teamId' | 'accountPattern'>): number {
   if (binding.peer) return binding.peer.wildcard ? 3 : 1;
   if (binding.guildId) return binding.roles.length > 0 ? 4 : 5;
@@ -112,7 +115,7 @@ function compileBinding(raw: Binding, origin: BindingOrigin, warnings: string[])
   // Role ids are compared exactly as written, as OpenClaw does (no trimming, a blank id is still
   // a constraint): trimming here made " r1" match members with role "r1", and dropping a blank id
   // turned a roles binding into a guild-wide one.
-  const roles = Array.isArray(match.roles) ? match.roles.map((role) => (typeof role === 'number' ? String(role) : role)).filter((role): role is string => typeof role === 'string') : [];
+  const roles = Array.isArray(match.roles) && match.roles.length > 0 ? match.roles.map((role) => (typeof role === 'number' ? String(role) : role)).filter((role): role is string => typeof role === 'string') : NO_ROLES;
   const binding: CompiledBinding = {
     index,
     agentId: origin.agentId,

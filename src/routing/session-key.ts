@@ -10,6 +10,12 @@ export const THREAD_MARKER = ':thread:';
 /** Identity links compiled once per config: lower-cased entry → canonical name + walk order. */
 export interface IdentityLinkTable {
   byEntry: Map<string, { canonical: string; entry: string; order: number }>;
+  /**
+   * Every prefix of an entry that ends before one of its colons (`telegram` of `telegram:123`):
+   * a `channel:id` candidate is looked up only for a channel in here, sparing most messages
+   * the building of a key that cannot match.
+   */
+  scopes: Set<string>;
 }
 
 export function compileIdentityLinks(links: Record<string, string[]> | undefined, options: { trimCanonical?: boolean } = {}): IdentityLinkTable {
@@ -27,7 +33,9 @@ export function compileIdentityLinks(links: Record<string, string[]> | undefined
       order++;
     }
   }
-  return { byEntry };
+  const scopes = new Set<string>();
+  for (const key of byEntry.keys()) for (let at = key.indexOf(':'); at >= 0; at = key.indexOf(':', at + 1)) scopes.add(key.slice(0, at));
+  return { byEntry, scopes };
 }
 
 /** Finds the canonical identity of a direct peer: candidates `id` and `channel:id`, earliest in walk order. */
@@ -38,7 +46,9 @@ export function lookupIdentityLink(
 ): { canonical: string; entry: string } | undefined {
   if (table.byEntry.size === 0) return undefined;
   const bare = table.byEntry.get(peerId.toLowerCase());
-  const scoped = table.byEntry.get(`${channel}:${peerId}`.toLowerCase());
+  // A lower-case channel (routing's always is) stays the prefix of the lower-cased candidate.
+  const cannotMatch = !table.scopes.has(channel) && channel.toLowerCase() === channel;
+  const scoped = cannotMatch ? undefined : table.byEntry.get(`${channel}:${peerId}`.toLowerCase());
   const hit = bare && scoped ? (bare.order <= scoped.order ? bare : scoped) : (bare ?? scoped);
   return hit ? { canonical: hit.canonical, entry: hit.entry } : undefined;
 }

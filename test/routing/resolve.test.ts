@@ -434,6 +434,14 @@ describe('pinned precedence and identity-link rules', () => {
     assert.equal(route(dm({ alice: ['telegram:123'], bob: ['123'] }), { channel: 'slack', peer: 'direct:123' }).route.sessionKey, 'agent:main:direct:bob');
   });
 
+  test('a channel-scoped entry matches wherever its colons split it, and only there', () => {
+    const links = { bob: ['a:b:123'] };
+    assert.equal(route(dm(links), { channel: 'a:b', peer: 'direct:123' }).route.sessionKey, 'agent:main:direct:bob');
+    assert.equal(route(dm(links), { channel: 'A', peer: 'direct:B:123' }).route.sessionKey, 'agent:main:direct:bob');
+    assert.equal(route(dm(links), { channel: 'a', peer: 'direct:123' }).route.sessionKey, 'agent:main:direct:123');
+    assert.equal(route(dm(links), { channel: 'b', peer: 'direct:a:123' }).route.sessionKey, 'agent:main:direct:a:123');
+  });
+
   test('bare identity entries match whatever the case of the peer id or the entry', () => {
     assert.equal(route(dm({ alice: ['U9abc'] }), { channel: 'slack', peer: 'direct:U9ABC' }).route.sessionKey, 'agent:main:direct:alice');
     assert.equal(route(dm({ alice: ['u9abc'] }), { channel: 'slack', peer: 'direct:U9Abc' }).route.sessionKey, 'agent:main:direct:alice');
