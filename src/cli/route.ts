@@ -3,7 +3,7 @@
 
 import type { Command } from 'commander';
 import { SwitchboardError, describeLineError, isSwitchboardError, jsonDepthExceeds, mayNestDeeperThan, readNdjson, toSwitchboardError } from '../core/index.js';
-import { normalizeRouteInput, resolveRoute, routeJson, type TraceTier } from '../routing/index.js';
+import { RouteJsonWriter, normalizeRouteInput, resolveRoute, type TraceTier } from '../routing/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { BufferedWriter, writeJsonLine } from './output.js';
@@ -66,7 +66,7 @@ async function runResolve(ctx: CliContext): Promise<number> {
 }
 
 async function runBatch(ctx: CliContext): Promise<number> {
-  const table = await ctx.routingTable();
+  const routes = new RouteJsonWriter(await ctx.routingTable());
   const out = new BufferedWriter(ctx.streams.stdout);
   let bad = 0;
   // As ingest: bad lines exit 65, but a line refused for a config reason (NO_OWNER) makes it 78.
@@ -89,7 +89,7 @@ async function runBatch(ctx: CliContext): Promise<number> {
           }
           // Error messages quote bad values: one nested thousands of levels deep would overflow the stack.
           if (mayNestDeeperThan(item.text) && jsonDepthExceeds(parsed)) throw new SwitchboardError('BAD_INPUT', describeLineError('too-deep', 0));
-          result = routeJson(resolveRoute(table, normalizeRouteInput(parsed)).route);
+          result = routes.json(normalizeRouteInput(parsed));
         } catch (err) {
           const error = toSwitchboardError(err);
           result = JSON.stringify({ error: { code: error.code, message: `line ${item.line}: ${error.message}`, line: item.line } });

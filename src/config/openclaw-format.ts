@@ -122,46 +122,52 @@ function checkRoster(config: SwitchboardConfig, problems: string[], ownKeyAllowe
   }
 }
 
-function checkMatch(match: unknown, path: string, problems: string[]): void {
+function checkMatch(match: unknown, path: () => string, problems: string[]): void {
   if (!isRecord(match)) return; // the schema reports a missing or non-object match
-  if (typeof match.channel !== 'string') problems.push(`${path}.channel: is required`);
-  for (const key of ['accountId', 'guildId', 'teamId'] as const) {
-    if (match[key] !== undefined && typeof match[key] !== 'string') problems.push(`${path}.${key}: must be a string`);
+  if (typeof match.channel !== 'string') problems.push(`${path()}.channel: is required`);
+  for (const key of MATCH_TEXT_KEYS) {
+    if (match[key] !== undefined && typeof match[key] !== 'string') problems.push(`${path()}.${key}: must be a string`);
   }
-  if (Array.isArray(match.roles) && match.roles.some((role) => typeof role !== 'string')) problems.push(`${path}.roles: must be an array of strings`);
+  if (Array.isArray(match.roles) && match.roles.some((role) => typeof role !== 'string')) problems.push(`${path()}.roles: must be an array of strings`);
   const peer = match.peer;
   if (isRecord(peer)) {
-    if (!PEER_KINDS.has(peer.kind as string)) problems.push(`${path}.peer.kind: must be one of direct, group, channel, got ${JSON.stringify(peer.kind)}`);
-    if (typeof peer.id !== 'string') problems.push(`${path}.peer.id: must be a string`);
+    if (!PEER_KINDS.has(peer.kind as string)) problems.push(`${path()}.peer.kind: must be one of direct, group, channel, got ${JSON.stringify(peer.kind)}`);
+    if (typeof peer.id !== 'string') problems.push(`${path()}.peer.id: must be a string`);
   }
 }
 
+const MATCH_TEXT_KEYS = ['accountId', 'guildId', 'teamId'] as const;
+
+/** Every binding is checked, so paths are written only for a binding with a problem (10 000 bindings load in a blink). */
 function checkBindings(config: SwitchboardConfig, problems: string[]): void {
   if (!Array.isArray(config.bindings)) return;
   const known = rosterIds(config);
-  config.bindings.forEach((binding, i) => {
-    const path = `bindings[${i}]`;
-    if (!isRecord(binding)) return;
+  const knownSet = new Set(known);
+  const bindings = config.bindings;
+  for (let i = 0; i < bindings.length; i++) {
+    const binding = bindings[i];
+    if (!isRecord(binding)) continue;
+    const path = (): string => `bindings[${i}]`;
     const acp = binding.type === 'acp';
     const allowed = acp ? ACP_BINDING_KEYS : ROUTE_BINDING_KEYS;
-    for (const key of Object.keys(binding)) {
-      if (!allowed.has(key)) problems.push(`${keyPath(path, key)}: unknown key in ${acp ? 'an acp' : 'a route'} binding`);
+    for (const key in binding) {
+      if (Object.hasOwn(binding, key) && !allowed.has(key)) problems.push(`${keyPath(path(), key)}: unknown key in ${acp ? 'an acp' : 'a route'} binding`);
     }
     const agentId = binding.agentId;
     // OpenClaw's exceptions: the literal "main" always routes to main; a blank id (which
     // normalises to main) stands for the fallback owner.
-    if (typeof agentId === 'string' && agentId !== 'main' && !known.includes(normalizeAgentId(agentId))) {
-      problems.push(`${path}.agentId: agent "${agentId}" is not in agents.entries (known: ${known.join(', ')})`);
+    if (typeof agentId === 'string' && agentId !== 'main' && !knownSet.has(normalizeAgentId(agentId))) {
+      problems.push(`${path()}.agentId: agent "${agentId}" is not in agents.entries (known: ${known.join(', ')})`);
     }
-    checkMatch(binding.match, `${path}.match`, problems);
+    checkMatch(binding.match, () => `${path()}.match`, problems);
     if (acp) {
       const peerId = isRecord(binding.match) && isRecord(binding.match.peer) ? binding.match.peer.id : undefined;
-      if (typeof peerId !== 'string' || peerId.trim() === '') problems.push(`${path}.match.peer.id: an acp binding must name one conversation`);
+      if (typeof peerId !== 'string' || peerId.trim() === '') problems.push(`${path()}.match.peer.id: an acp binding must name one conversation`);
       if (isRecord(binding.acp)) {
-        for (const key of Object.keys(binding.acp)) if (!ACP_KEYS.has(key)) problems.push(`${keyPath(`${path}.acp`, key)}: unknown key`);
+        for (const key of Object.keys(binding.acp)) if (!ACP_KEYS.has(key)) problems.push(`${keyPath(`${path()}.acp`, key)}: unknown key`);
       }
     }
-  });
+  }
 }
 
 /**

@@ -5,7 +5,24 @@ const VALID_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
 const INVALID_RUN = /[^a-z0-9_-]+/g;
 const RESERVED = new Set(['__proto__', 'constructor', 'prototype']);
 
+/**
+ * Whether `raw` is already a valid lower-case id, the common case, which then comes back as is:
+ * checked by hand because every routed message normalises its account id, and the regex and
+ * lower-casing below cost more than the rest of normalising the message.
+ */
+function isCanonicalId(raw: string): boolean {
+  const length = raw.length;
+  if (length === 0 || length > 64) return false;
+  for (let i = 0; i < length; i++) {
+    const c = raw.charCodeAt(i);
+    if ((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || (i > 0 && (c === 0x2d || c === 0x5f))) continue;
+    return false;
+  }
+  return true;
+}
+
 function sanitiseId(raw: string, fallback: string): string {
+  if (isCanonicalId(raw)) return RESERVED.has(raw) ? fallback : raw;
   const trimmed = raw.trim();
   if (trimmed === '') return fallback;
   if (VALID_ID.test(trimmed)) {

@@ -4,7 +4,7 @@
 export type * from './types.js';
 export { normalizeRouteInput, normalizePeer, normalizePeerKind, describeType } from './normalize.js';
 export { compileRoutingTable, type RoutingTable, type CompiledBinding, type AgentInfo, type OwnerSource } from './routing-table.js';
-export { routeJson } from './route-json.js';
+export { routeJson, RouteJsonWriter } from './route-json.js';
 export { resolveRoute, explainRoute, selectAgent, routeFor, noOwnerError, type RouteResolution, type RouteExplanation } from './resolve.js';
 export {
   buildSessionKey,

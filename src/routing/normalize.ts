@@ -64,13 +64,14 @@ function roleList(raw: unknown, path: string, code: InputErrorCode): string[] {
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw)) return fail(code, path, `must be an array of strings, got ${describeType(raw)}`);
   const roles: string[] = [];
-  raw.forEach((role, i) => {
+  for (let i = 0; i < raw.length; i++) {
+    const role: unknown = raw[i];
     // A null item names no role (the message schema allows it); a blank string is kept.
-    if (role === null) return;
+    if (role === null) continue;
     if (typeof role === 'string') roles.push(role);
     else if (typeof role === 'number' && Number.isFinite(role)) roles.push(String(role));
     else fail(code, `${path}[${i}]`, `must be a string, got ${describeType(role)}`);
-  });
+  }
   return roles;
 }
 

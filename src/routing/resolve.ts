@@ -2,9 +2,10 @@
 // explainRoute walks every binding of the channel with the same predicates to say why each lost.
 
 import { SwitchboardError } from '../core/index.js';
-import type { AccountBucket, CompiledBinding, RoutingTable } from './routing-table.js';
+import type { CompiledBinding, RoutingTable } from './routing-table.js';
 import { peerClassOf } from './routing-table.js';
-import { buildSessionKey } from './session-key.js';
+import { ANY_ACCOUNT, KEY_KIND, UNKNOWN_ACCOUNT, mayHold, type ChannelIndex, type IndexNode } from './binding-index.js';
+import { buildSessionKey, type SessionKeyParams } from './session-key.js';
 import { isTelegramTopic } from './normalize.js';
 import type { KeyDerivation, MatchedBy, Peer, ResolvedRoute, RouteInput, TraceCandidate, TraceTier } from './types.js';
 
@@ -15,8 +16,6 @@ interface TierRule {
   skipReason(input: RouteInput): string | undefined;
   /** The peer the binding's peer is compared with in this tier. */
   scopePeer(input: RouteInput): Peer | undefined;
-  /** Indexed candidates of one account bucket (`isWildcard`: the `*` bucket), in config order. */
-  lookup(bucket: AccountBucket, input: RouteInput, isWildcard: boolean): CompiledBinding[] | undefined;
   /** Whether a binding belongs to this tier at all (used by explain). */
   holds(binding: CompiledBinding): boolean;
 }
@@ -27,7 +26,6 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.peer',
     skipReason: (input) => (input.peer ? undefined : 'no peer'),
     scopePeer: (input) => input.peer,
-    lookup: (bucket, input) => bucket.peerExact[peerClassOf(input.peer!.kind)].get(input.peer!.id),
     holds: (binding) => binding.tier === 1,
   },
   {
@@ -35,7 +33,6 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.peer.parent',
     skipReason: (input) => (input.parentPeer?.id ? undefined : 'no parentPeer'),
     scopePeer: (input) => input.parentPeer,
-    lookup: (bucket, input) => bucket.peerExact[peerClassOf(input.parentPeer!.kind)].get(input.parentPeer!.id),
     holds: (binding) => binding.tier === 1,
   },
   {
@@ -43,7 +40,6 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.peer.wildcard',
     skipReason: (input) => (input.peer ? undefined : 'no peer'),
     scopePeer: (input) => input.peer,
-    lookup: (bucket, input) => bucket.peerWildcard.get(peerClassOf(input.peer!.kind)),
     holds: (binding) => binding.tier === 3,
   },
   {
@@ -51,7 +47,6 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.guild+roles',
     skipReason: (input) => (!input.guildId ? 'no guildId' : input.memberRoleIds.length === 0 ? 'no memberRoleIds' : undefined),
     scopePeer: () => undefined,
-    lookup: (bucket, input) => bucket.guildWithRoles.get(input.guildId!),
     holds: (binding) => binding.tier === 4,
   },
   {
@@ -59,7 +54,6 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.guild',
     skipReason: (input) => (input.guildId ? undefined : 'no guildId'),
     scopePeer: () => undefined,
-    lookup: (bucket, input) => bucket.guildOnly.get(input.guildId!),
     holds: (binding) => binding.tier === 5,
   },
   {
@@ -67,7 +61,6 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.team',
     skipReason: (input) => (input.teamId ? undefined : 'no teamId'),
     scopePeer: () => undefined,
-    lookup: (bucket, input) => bucket.team.get(input.teamId!),
     holds: (binding) => binding.tier === 6,
   },
   {
@@ -75,7 +68,6 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.account',
     skipReason: () => undefined,
     scopePeer: () => undefined,
-    lookup: (bucket, _input, isWildcard) => (isWildcard ? undefined : bucket.plain),
     holds: (binding) => binding.tier === 7,
   },
   {
@@ -83,7 +75,6 @@ const TIERS: readonly TierRule[] = [
     matchedBy: 'binding.channel',
     skipReason: () => undefined,
     scopePeer: () => undefined,
-    lookup: (bucket, _input, isWildcard) => (isWildcard ? bucket.plain : undefined),
     holds: (binding) => binding.tier === 8,
   },
 ];
@@ -118,27 +109,74 @@ export interface AgentSelection {
   binding?: CompiledBinding;
 }
 
-function firstPassing(list: CompiledBinding[] | undefined, input: RouteInput): CompiledBinding | undefined {
-  if (!list) return undefined;
-  for (const binding of list) if (failedConstraint(binding, input) === undefined) return binding;
+/** The first binding of a chain in `tier` whose account fits (its own or `*`) and whose constraints hold. */
+function scanChain(node: IndexNode | undefined, tier: number, account: number, input: RouteInput): CompiledBinding | undefined {
+  for (; node !== undefined; node = node.next) {
+    if (node.tier !== tier || (node.account !== account && node.account !== ANY_ACCOUNT)) continue;
+    if (!node.constrained || failedConstraint(node.binding, input) === undefined) return node.binding;
+  }
   return undefined;
 }
 
-/** Picks the agent: the first tier with a match wins; inside a tier, the first binding in config order. */
+/** scanChain, using a crowded chain's split so only the input's account and `*` are scanned. */
+function firstPassing(head: IndexNode | undefined, tier: number, account: number, input: RouteInput): CompiledBinding | undefined {
+  if (head === undefined) return undefined;
+  if (head.split === undefined) return scanChain(head, tier, account, input);
+  const fromExact = account === UNKNOWN_ACCOUNT ? undefined : scanChain(head.split.get(account), tier, account, input);
+  const fromWildcard = scanChain(head.split.get(ANY_ACCOUNT), tier, account, input);
+  return fromExact && fromWildcard ? (fromExact.index < fromWildcard.index ? fromExact : fromWildcard) : (fromExact ?? fromWildcard);
+}
+
+function exactPeer(channel: ChannelIndex, peer: Peer): IndexNode | undefined {
+  if (peer.kind === 'direct') return mayHold(channel, KEY_KIND.direct, peer.id) ? channel.peerExact.direct.get(peer.id) : undefined;
+  return mayHold(channel, KEY_KIND.group, peer.id) ? channel.peerExact.group.get(peer.id) : undefined;
+}
+
+const DEFAULT_SELECTION: AgentSelection = Object.freeze({ matchedBy: 'default' });
+
+/**
+ * Picks the agent: the first tier with a match wins; inside a tier, the first binding in config
+ * order. Written out tier by tier, with the skip rules of TIERS (which explain walks): it runs
+ * once per message, and a loop over rule objects made every call site megamorphic.
+ */
 export function selectAgent(table: RoutingTable, input: RouteInput): AgentSelection {
-  const byAccount = table.index.get(input.channel);
-  if (byAccount) {
-    const exact = byAccount.get(input.accountId);
-    const wildcard = byAccount.get('*');
-    for (const rule of TIERS) {
-      if (rule.skipReason(input) !== undefined) continue;
-      const fromExact = exact ? firstPassing(rule.lookup(exact, input, false), input) : undefined;
-      const fromWildcard = wildcard ? firstPassing(rule.lookup(wildcard, input, true), input) : undefined;
-      const winner = fromExact && fromWildcard ? (fromExact.index < fromWildcard.index ? fromExact : fromWildcard) : (fromExact ?? fromWildcard);
-      if (winner) return { matchedBy: rule.matchedBy, binding: winner };
-    }
+  const channel = table.index.channels.get(input.channel);
+  if (channel === undefined) return DEFAULT_SELECTION;
+  const account = table.index.accountCodes.get(input.accountId) ?? UNKNOWN_ACCOUNT;
+  const { peer, parentPeer, guildId, teamId } = input;
+  let binding: CompiledBinding | undefined;
+  if (peer !== undefined) {
+    binding = firstPassing(exactPeer(channel, peer), 1, account, input);
+    if (binding !== undefined) return { matchedBy: 'binding.peer', binding };
   }
-  return { matchedBy: 'default' };
+  if (parentPeer !== undefined && parentPeer.id) {
+    binding = firstPassing(exactPeer(channel, parentPeer), 1, account, input);
+    if (binding !== undefined) return { matchedBy: 'binding.peer.parent', binding };
+  }
+  if (peer !== undefined) {
+    binding = firstPassing(peer.kind === 'direct' ? channel.peerWildcard.direct : channel.peerWildcard.group, 3, account, input);
+    if (binding !== undefined) return { matchedBy: 'binding.peer.wildcard', binding };
+  }
+  if (guildId) {
+    const chain = mayHold(channel, KEY_KIND.guild, guildId) ? channel.guild.get(guildId) : undefined;
+    if (input.memberRoleIds.length > 0) {
+      binding = firstPassing(chain, 4, account, input);
+      if (binding !== undefined) return { matchedBy: 'binding.guild+roles', binding };
+    }
+    binding = firstPassing(chain, 5, account, input);
+    if (binding !== undefined) return { matchedBy: 'binding.guild', binding };
+  }
+  if (teamId) {
+    binding = firstPassing(mayHold(channel, KEY_KIND.team, teamId) ? channel.team.get(teamId) : undefined, 6, account, input);
+    if (binding !== undefined) return { matchedBy: 'binding.team', binding };
+  }
+  if (account !== UNKNOWN_ACCOUNT) {
+    binding = firstPassing(channel.plainByAccount.get(account), 7, account, input);
+    if (binding !== undefined) return { matchedBy: 'binding.account', binding };
+  }
+  binding = firstPassing(channel.plainWildcard, 8, account, input);
+  if (binding !== undefined) return { matchedBy: 'binding.channel', binding };
+  return DEFAULT_SELECTION;
 }
 
 export interface RouteResolution {
@@ -164,37 +202,46 @@ export function noOwnerError(table: RoutingTable, input: RouteInput, selection: 
   });
 }
 
-/** Assembles the ResolvedRoute for a selection: agent, then the key from the session policy. */
-export function routeFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): RouteResolution {
+/**
+ * What the session key of a selection is built from: its agent and session scope with the input's
+ * conversation. NO_OWNER when nobody owns the message.
+ */
+export function keyParamsFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): SessionKeyParams {
   const binding = selection.binding;
   const agentId = binding && !binding.usesOwner ? binding.agentId : table.owner;
   if (agentId === undefined) throw noOwnerError(table, input, selection);
   // The matched binding's own scope wins; the default tier has no binding and uses the global one.
-  const dmScope = binding?.session?.dmScope ?? table.dmScope;
-  const groupScope = binding?.session?.groupScope ?? table.groupScope;
-  const { sessionKey, mainSessionKey, derivation } = buildSessionKey({
+  const current = table.generation === 'entries';
+  return {
     agentId,
     channel: input.channel,
     accountId: input.accountId,
     peer: input.peer,
-    dmScope,
-    ...(table.generation === 'entries' ? { groupScope, keepPeerCase: table.keepPeerCase } : {}),
+    dmScope: binding?.session?.dmScope ?? table.dmScope,
+    groupScope: current ? (binding?.session?.groupScope ?? table.groupScope) : undefined,
+    keepPeerCase: current ? table.keepPeerCase : undefined,
     mainKey: table.mainKey,
     identityLinks: table.identityLinks,
     threadId: isTelegramTopic(input) ? undefined : input.threadId,
-  });
+  };
+}
+
+/** Assembles the ResolvedRoute for a selection: agent, then the key from the session policy. */
+export function routeFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): RouteResolution {
+  const params = keyParamsFor(table, input, selection);
+  const { sessionKey, mainSessionKey, derivation } = buildSessionKey(params);
   return {
     route: {
-      agentId,
+      agentId: params.agentId,
       channel: input.channel,
       accountId: input.accountId,
-      dmScope,
+      dmScope: params.dmScope,
       sessionKey,
       mainSessionKey,
       lastRoutePolicy: sessionKey === mainSessionKey ? 'main' : 'session',
       matchedBy: selection.matchedBy,
     },
-    binding,
+    binding: selection.binding,
     derivation,
   };
 }

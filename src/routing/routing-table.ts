@@ -1,10 +1,11 @@
 // Compiles a config into a RoutingTable once per load: agents, the fallback owner, identity
-// links and the binding index keyed by channel → account → tier bucket, so resolution cost
-// does not grow with the number of bindings.
+// links and the binding index keyed by channel → tier → id, so resolution cost does not grow
+// with the number of bindings.
 
 import { SwitchboardError, normalizeAccountId, normalizeAgentId } from '../core/index.js';
 import type { Binding, BindingMatch, DmScope, GroupScope, PeerKind, SwitchboardConfig } from '../config/types.js';
 import { configGeneration, type ConfigGeneration } from '../config/index.js';
+import { buildBindingIndex, type BindingIndex } from './binding-index.js';
 import { normalizePeerKind } from './normalize.js';
 import { channelSectionBindings, entriesRoster, listRoster, type AgentInfo, type OwnerSource } from './roster.js';
 import { compileIdentityLinks, normalizeMainKey, type IdentityLinkTable } from './session-key.js';
@@ -28,7 +29,7 @@ export interface CompiledBinding {
   peer?: { kind: PeerKind; peerClass: PeerClass; id: string; wildcard: boolean };
   guildId?: string;
   teamId?: string;
-  roles: string[];
+  roles: readonly string[];
   match: BindingMatch;
   incognito: boolean;
   /** A blank agentId (agents.entries configs): the binding routes to the fallback owner, if any. */
@@ -39,17 +40,6 @@ export interface CompiledBinding {
   section?: string;
   /** The tier this binding competes in first (1 for exact peers, which also compete in 2). */
   tier: number;
-}
-
-/** Bindings of one channel and one account pattern, split by the tier they compete in. */
-export interface AccountBucket {
-  /** Exact peers by class, then id: the input's id string is looked up as is (no key to build). */
-  peerExact: { direct: Map<string, CompiledBinding[]>; group: Map<string, CompiledBinding[]> };
-  peerWildcard: Map<PeerClass, CompiledBinding[]>;
-  guildWithRoles: Map<string, CompiledBinding[]>;
-  guildOnly: Map<string, CompiledBinding[]>;
-  team: Map<string, CompiledBinding[]>;
-  plain: CompiledBinding[];
 }
 
 export interface RoutingTable {
@@ -68,22 +58,12 @@ export interface RoutingTable {
   keepPeerCase: boolean;
   identityLinks: IdentityLinkTable;
   bindings: CompiledBinding[];
-  /** channel → account pattern → bucket. */
-  index: Map<string, Map<string, AccountBucket>>;
+  /** channel → tier → key → the candidate bindings in config order. */
+  index: BindingIndex;
   warnings: string[];
 }
 
 const DM_SCOPES: readonly DmScope[] = ['main', 'per-peer', 'per-channel-peer', 'per-account-channel-peer'];
-
-function newBucket(): AccountBucket {
-  return { peerExact: { direct: new Map(), group: new Map() }, peerWildcard: new Map(), guildWithRoles: new Map(), guildOnly: new Map(), team: new Map(), plain: [] };
-}
-
-function pushTo<K>(map: Map<K, CompiledBinding[]>, key: K, binding: CompiledBinding): void {
-  const list = map.get(key);
-  if (list) list.push(binding);
-  else map.set(key, [binding]);
-}
 
 function text(value: unknown): string | undefined {
   if (typeof value === 'string') return value.trim() || undefined;
@@ -95,6 +75,9 @@ function accountPatternOf(raw: unknown): string {
   const trimmed = typeof raw === 'string' ? raw.trim() : '';
   return trimmed === '*' ? '*' : normalizeAccountId(trimmed);
 }
+
+/** Shared by every binding without roles (most of them): one array instead of one per binding. */
+const NO_ROLES: readonly string[] = Object.freeze([]);
 
 function tierOf(binding: Pick<CompiledBinding, 'peer' | 'guildId' | 'roles' | 'teamId' | 'accountPattern'>): number {
   if (binding.peer) return binding.peer.wildcard ? 3 : 1;
@@ -132,7 +115,7 @@ function compileBinding(raw: Binding, origin: BindingOrigin, warnings: string[])
   // Role ids are compared exactly as written, as OpenClaw does (no trimming, a blank id is still
   // a constraint): trimming here made " r1" match members with role "r1", and dropping a blank id
   // turned a roles binding into a guild-wide one.
-  const roles = Array.isArray(match.roles) ? match.roles.map((role) => (typeof role === 'number' ? String(role) : role)).filter((role): role is string => typeof role === 'string') : [];
+  const roles = Array.isArray(match.roles) && match.roles.length > 0 ? match.roles.map((role) => (typeof role === 'number' ? String(role) : role)).filter((role): role is string => typeof role === 'string') : NO_ROLES;
   const binding: CompiledBinding = {
     index,
     agentId: origin.agentId,
@@ -151,28 +134,6 @@ function compileBinding(raw: Binding, origin: BindingOrigin, warnings: string[])
   };
   binding.tier = tierOf(binding);
   return binding;
-}
-
-function indexBinding(bucket: AccountBucket, binding: CompiledBinding): void {
-  switch (binding.tier) {
-    case 1:
-      pushTo(bucket.peerExact[binding.peer!.peerClass], binding.peer!.id, binding);
-      break;
-    case 3:
-      pushTo(bucket.peerWildcard, binding.peer!.peerClass, binding);
-      break;
-    case 4:
-      pushTo(bucket.guildWithRoles, binding.guildId!, binding);
-      break;
-    case 5:
-      pushTo(bucket.guildOnly, binding.guildId!, binding);
-      break;
-    case 6:
-      pushTo(bucket.team, binding.teamId!, binding);
-      break;
-    default:
-      bucket.plain.push(binding);
-  }
 }
 
 const GROUP_SCOPES: readonly GroupScope[] = ['per-group', 'main'];
@@ -212,15 +173,6 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
   }
 
   const bindings: CompiledBinding[] = [];
-  const index = new Map<string, Map<string, AccountBucket>>();
-  const add = (binding: CompiledBinding): void => {
-    bindings.push(binding);
-    let byAccount = index.get(binding.channel);
-    if (!byAccount) index.set(binding.channel, (byAccount = new Map()));
-    let bucket = byAccount.get(binding.accountPattern);
-    if (!bucket) byAccount.set(binding.accountPattern, (bucket = newBucket()));
-    indexBinding(bucket, binding);
-  };
   const configured = Array.isArray(config.bindings) ? config.bindings : [];
   configured.forEach((raw, i) => {
     if (current && raw?.type === 'acp') return; // acp bindings attach a runtime to a conversation; they never route
@@ -242,12 +194,12 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
       if (!knownAgents.has(agentId) && agentId !== 'main') throw unknownAgent(`bindings[${i}].agentId`, raw.agentId, 'agents.entries', knownAgents);
     }
     const compiled = compileBinding(raw, { index: i, agentId, usesOwner, session: current ? bindingSession(raw) : undefined, section: undefined }, warnings);
-    if (compiled) add(compiled);
+    if (compiled) bindings.push(compiled);
   });
   if (current) {
     channelSectionBindings(config, roster).forEach(({ binding, section }, k) => {
       const compiled = compileBinding(binding, { index: configured.length + k, agentId: binding.agentId, usesOwner: false, session: undefined, section }, warnings);
-      if (compiled) add(compiled);
+      if (compiled) bindings.push(compiled);
     });
   }
 
@@ -263,7 +215,7 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
     keepPeerCase: current,
     identityLinks: compileIdentityLinks(session.identityLinks, { trimCanonical: current }),
     bindings,
-    index,
+    index: buildBindingIndex(bindings),
     warnings,
   };
 }

@@ -10,6 +10,12 @@ export const THREAD_MARKER = ':thread:';
 /** Identity links compiled once per config: lower-cased entry → canonical name + walk order. */
 export interface IdentityLinkTable {
   byEntry: Map<string, { canonical: string; entry: string; order: number }>;
+  /**
+   * Every prefix of an entry that ends before one of its colons (`telegram` of `telegram:123`):
+   * a `channel:id` candidate is looked up only for a channel in here, sparing most messages
+   * the building of a key that cannot match.
+   */
+  scopes: Set<string>;
 }
 
 export function compileIdentityLinks(links: Record<string, string[]> | undefined, options: { trimCanonical?: boolean } = {}): IdentityLinkTable {
@@ -27,7 +33,9 @@ export function compileIdentityLinks(links: Record<string, string[]> | undefined
       order++;
     }
   }
-  return { byEntry };
+  const scopes = new Set<string>();
+  for (const key of byEntry.keys()) for (let at = key.indexOf(':'); at >= 0; at = key.indexOf(':', at + 1)) scopes.add(key.slice(0, at));
+  return { byEntry, scopes };
 }
 
 /** Finds the canonical identity of a direct peer: candidates `id` and `channel:id`, earliest in walk order. */
@@ -38,7 +46,9 @@ export function lookupIdentityLink(
 ): { canonical: string; entry: string } | undefined {
   if (table.byEntry.size === 0) return undefined;
   const bare = table.byEntry.get(peerId.toLowerCase());
-  const scoped = table.byEntry.get(`${channel}:${peerId}`.toLowerCase());
+  // A lower-case channel (routing's always is) stays the prefix of the lower-cased candidate.
+  const cannotMatch = !table.scopes.has(channel) && channel.toLowerCase() === channel;
+  const scoped = cannotMatch ? undefined : table.byEntry.get(`${channel}:${peerId}`.toLowerCase());
   const hit = bare && scoped ? (bare.order <= scoped.order ? bare : scoped) : (bare ?? scoped);
   return hit ? { canonical: hit.canonical, entry: hit.entry } : undefined;
 }
@@ -81,10 +91,25 @@ function peerIdOrUnknown(id: string): string {
 
 /** Builds `agent:<agentId>:<rest>` from a route, the dmScope policy, identity links and a thread. */
 export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
-  const { agentId, channel, accountId, peer, dmScope, mainKey } = params;
-  const mainSessionKey = `agent:${agentId}:${mainKey}`;
+  const { dmScope, mainKey } = params;
+  const mainSessionKey = mainSessionKeyOf(params.agentId, mainKey);
   const derivation: KeyDerivation = { dmScope, mainKey };
   if (params.groupScope !== undefined) derivation.groupScope = params.groupScope;
+  const sessionKey = sessionKeyWith(params, mainSessionKey, derivation);
+  return { sessionKey, mainSessionKey, derivation };
+}
+
+/** `agent:<agentId>:<mainKey>`, the key every main-scoped message of an agent shares. */
+export function mainSessionKeyOf(agentId: string, mainKey: string): string {
+  return `agent:${agentId}:${mainKey}`;
+}
+
+/**
+ * The session key of buildSessionKey given its main session key (`mainSessionKeyOf`), for callers
+ * that need only the key: `derivation`, when given, gets the identity link and thread suffix used.
+ */
+export function sessionKeyWith(params: SessionKeyParams, mainSessionKey: string, derivation?: KeyDerivation): string {
+  const { agentId, channel, accountId, peer, dmScope } = params;
   let baseKey: string;
   if (!peer) {
     baseKey = mainSessionKey;
@@ -96,7 +121,7 @@ export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
       const link = lookupIdentityLink(params.identityLinks, channel, peerId);
       if (link) {
         peerId = link.canonical;
-        derivation.identityLink = link;
+        if (derivation) derivation.identityLink = link;
       }
       peerId = peerId.toLowerCase();
       if (dmScope === 'per-peer') baseKey = `agent:${agentId}:direct:${peerId}`;
@@ -110,8 +135,8 @@ export function buildSessionKey(params: SessionKeyParams): BuiltSessionKey {
     baseKey = `agent:${agentId}:${channel}:${peer.kind}:${params.keepPeerCase && keepsCase(channel, peer.kind) ? peerId : peerId.toLowerCase()}`;
   }
   const sessionKey = appendThreadSuffix(baseKey, params.threadId);
-  if (sessionKey !== baseKey) derivation.threadSuffix = sessionKey.slice(baseKey.length);
-  return { sessionKey, mainSessionKey, derivation };
+  if (derivation && sessionKey !== baseKey) derivation.threadSuffix = sessionKey.slice(baseKey.length);
+  return sessionKey;
 }
 
 /** `<baseKey>:thread:<threadId>` (thread id lower-cased); no thread → the base key. */

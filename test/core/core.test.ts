@@ -11,6 +11,8 @@ import {
   batchLength,
   jsonDepthExceeds,
   maxBatchBytesFrom,
+  normalizeAccountId,
+  normalizeAgentId,
   parseNow,
   toSwitchboardError,
   type NdjsonLine,
@@ -42,6 +44,36 @@ describe('SwitchboardError', () => {
     const own = new SwitchboardError('IO', 'disk');
     assert.equal(toSwitchboardError(own), own);
     assert.deepEqual(new SwitchboardError('USAGE', 'm', { hint: 'h' }).toJSON(), { code: 'USAGE', message: 'm', hint: 'h' });
+  });
+});
+
+describe('ids', () => {
+  test('a valid lower-case id comes back as is; anything else is trimmed, lower-cased and cleaned', () => {
+    const long = 'a'.repeat(64);
+    const cases: [unknown, string, string][] = [
+      ['work', 'work', 'work'],
+      ['a-1_b', 'a-1_b', 'a-1_b'],
+      [long, long, long],
+      [`${long}b`, long, long],
+      ['Work', 'work', 'work'],
+      [' work ', 'work', 'work'],
+      ['-work', 'work', 'work'],
+      ['_work', '_work', '_work'],
+      ['İ', 'i', 'i'],
+      ['Family Helper', 'family-helper', 'family-helper'],
+      ['../../etc', 'etc', 'etc'],
+      ['constructor', 'main', 'default'],
+      ['prototype', 'main', 'default'],
+      ['__proto__', 'main', 'default'],
+      ['', 'main', 'default'],
+      [null, 'main', 'default'],
+      [42, '42', '42'],
+      ['é', 'main', 'default'],
+    ];
+    for (const [raw, agent, account] of cases) {
+      assert.equal(normalizeAgentId(raw), agent, `agent ${String(raw)}`);
+      assert.equal(normalizeAccountId(raw), account, `account ${String(raw)}`);
+    }
   });
 });
 

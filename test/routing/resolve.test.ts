@@ -362,6 +362,42 @@ describe('explain', () => {
       route({ agents, bindings } as SwitchboardConfig, raw);
     }
   });
+
+  test('agrees with the indexed resolver when one id is bound on many accounts (crowded chains)', () => {
+    let seed = 11;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const pick = <T>(items: T[]) => items[rand(items.length)];
+    const accounts = ['*', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7'];
+    for (let round = 0; round < 60; round++) {
+      // 40 to 120 bindings over two ids: every chain holds far more than a handful of accounts.
+      const bindings = Array.from({ length: 40 + rand(80) }, () => {
+        const match: Record<string, unknown> = { channel: 'discord', accountId: pick(accounts) };
+        const kind = rand(4);
+        if (kind === 0) match.peer = { kind: pick(['direct', 'group']), id: pick(['p1', '*']) };
+        if (kind === 1) match.guildId = 'g1';
+        if (kind === 2) match.teamId = 't1';
+        if (rand(3) === 0) match.roles = [pick(['r1', 'r2'])];
+        return { agentId: pick(['main', 'work', 'home', 'ops']), match };
+      });
+      const table = compileRoutingTable({ agents, bindings } as SwitchboardConfig);
+      for (let i = 0; i < 20; i++) {
+        const raw: Record<string, unknown> = { channel: 'discord', accountId: pick([undefined, 'a1', 'a4', 'a7', 'a9']) };
+        if (rand(2)) raw.peer = { kind: pick(['direct', 'group']), id: pick(['p1', 'p2']) };
+        if (rand(3) === 0) raw.parentPeer = { kind: 'group', id: 'p1' };
+        if (rand(2)) raw.guildId = 'g1';
+        if (rand(2)) raw.teamId = 't1';
+        if (rand(2)) raw.memberRoleIds = [pick(['r1', 'r2'])];
+        const input = normalizeRouteInput(raw);
+        const resolved = resolveRoute(table, input);
+        const explained = explainRoute(table, input);
+        assert.equal(resolved.binding?.index, explained.binding?.index, JSON.stringify(raw));
+        assert.deepEqual(resolved.route, explained.route);
+      }
+    }
+  });
 });
 
 // Rules that a plausible wrong implementation would break while every other test still passed:
@@ -396,6 +432,14 @@ describe('pinned precedence and identity-link rules', () => {
     assert.equal(scopedFirst.route.sessionKey, 'agent:main:direct:alice');
     // On another channel only the bare entry applies.
     assert.equal(route(dm({ alice: ['telegram:123'], bob: ['123'] }), { channel: 'slack', peer: 'direct:123' }).route.sessionKey, 'agent:main:direct:bob');
+  });
+
+  test('a channel-scoped entry matches wherever its colons split it, and only there', () => {
+    const links = { bob: ['a:b:123'] };
+    assert.equal(route(dm(links), { channel: 'a:b', peer: 'direct:123' }).route.sessionKey, 'agent:main:direct:bob');
+    assert.equal(route(dm(links), { channel: 'A', peer: 'direct:B:123' }).route.sessionKey, 'agent:main:direct:bob');
+    assert.equal(route(dm(links), { channel: 'a', peer: 'direct:123' }).route.sessionKey, 'agent:main:direct:123');
+    assert.equal(route(dm(links), { channel: 'b', peer: 'direct:a:123' }).route.sessionKey, 'agent:main:direct:a:123');
   });
 
   test('bare identity entries match whatever the case of the peer id or the entry', () => {
