@@ -22,7 +22,6 @@ import {
   type PlannedEntry,
   type QueueDirective,
   type QueueItem,
-  type RecentMessageIds,
 } from '../policy/index.js';
 import type { SessionEntry, SessionStore } from '../store/index.js';
 import { planContextFor, planMessageOf, requesterOf, messageRecord } from './addressed.js';
@@ -265,8 +264,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     // Not taken, so a retry of the same message must not count as a duplicate.
     const { messageId } = item.message;
     if (messageId === undefined || entry.recentMessageIds === undefined) return;
-    entry.recentMessageIds = forgetMessageId(entry.recentMessageIds as RecentMessageIds, messageId);
-    if ((entry.recentMessageIds as RecentMessageIds).length === 0 && working?.recentMessageIds === undefined) delete entry.recentMessageIds;
+    forgetMessageId(entry, messageId);
+    if (entry.recentMessageIds === '' && working?.recentMessageIds === undefined) delete entry.recentMessageIds;
   };
 
   switch (admission.action) {

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SwitchboardError, inPool, isSwitchboardError, systemClock } from '../core/index.js';
-import { forgetMessageId, type RecentMessageIds } from '../policy/index.js';
+import { forgetMessageId } from '../policy/index.js';
 import {
   archiveFile,
   checkSessionEntry,
@@ -257,7 +257,7 @@ async function commitRound(
       for (const item of work.items) {
         lostItems.add(item);
         failed.set(item, troubles.get(work));
-        if (item.message.messageId !== undefined) entry.recentMessageIds = forgetMessageId(entry.recentMessageIds as RecentMessageIds, item.message.messageId);
+        if (item.message.messageId !== undefined) forgetMessageId(entry, item.message.messageId);
         if (entry.activeRun?.runId === item.runId) delete entry.activeRun;
       }
     }

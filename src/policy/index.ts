@@ -76,12 +76,12 @@ export {
   type QueueSettingsInput,
 } from './queue-settings.js';
 
+export { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, messageIdSeenAt, forgetMessageId } from './duplicate-memory.js';
+
 export {
   planSessionMessage,
   rotateEntry,
   resetPolicyFor,
-  messageIdSeenAt,
-  forgetMessageId,
   deliveryTarget,
   setDeliveryAddress,
   messageAddress,
@@ -90,8 +90,6 @@ export {
   type DeliveryAddress,
   type DeliveryOwner,
   type DeliveryPlan,
-  type RecentMessageIds,
-  DUPLICATE_WINDOW_MS,
   type PlannedEntry,
   type PlanMessage,
   type PlanMessageKind,

@@ -5,6 +5,7 @@ import type { SessionConfig } from '../config/types.js';
 import { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
 import { noteDmSender } from './shared-dm.js';
 import { clearInstanceUsage } from './usage.js';
+import { DUPLICATE_WINDOW_MS, messageIdSeenAt, rememberMessageId } from './duplicate-memory.js';
 import { evaluateFreshness, parseResetTrigger, resolveResetPolicy, resolveResetTriggers, sessionTypeFor, type ResetPolicy } from './reset.js';
 
 /** The entry fields this planner reads and writes; other fields pass through untouched. */
@@ -24,7 +25,8 @@ export interface PlannedEntry {
   deliveryOwner?: DeliveryOwner;
   model?: string;
   modelOverride?: string;
-  recentMessageIds?: RecentMessageIds;
+  /** The duplicate memory (policy/duplicate-memory.ts). */
+  recentMessageIds?: unknown;
   [extra: string]: unknown;
 }
 
@@ -46,9 +48,6 @@ export interface DeliveryOwner {
   accountId?: string;
   pinned?: boolean;
 }
-
-/** `[messageId, epoch ms]` pairs of the messages recorded lately, newest last. */
-export type RecentMessageIds = [string, number][];
 
 export type PlanMessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
 
@@ -83,9 +82,6 @@ export interface SessionPlan {
   replyTo?: DeliveryAddress;
 }
 
-/** A messageId seen on the same session within this window makes a later copy a duplicate. */
-export const DUPLICATE_WINDOW_MS = 5 * 60_000;
-
 export interface PlanContext {
   sessionKey: string;
   session: SessionConfig | undefined;
@@ -113,68 +109,6 @@ function chatTypeOf(peer: PlanMessage['peer']): PlannedEntry['chatType'] {
 }
 
 /**
- * Most ids one session remembers. Every id of the window is kept up to this bound (over three
- * messages a second to ONE session for five minutes); it bounds sessions.json, whose entries are
- * rewritten on every store write.
- */
-export const RECENT_IDS_CAP = 1024;
-
-function insideWindow(pair: unknown, now: number): boolean {
-  return Array.isArray(pair) && typeof pair[1] === 'number' && Math.abs(now - pair[1]) < DUPLICATE_WINDOW_MS;
-}
-
-/**
- * Remembers a messageId for duplicate detection, newest last. Ids that left the window are
- * dropped from the front; at the cap the oldest goes. Pairs in an array (not an object keyed by
- * id) keep the entry small and its order explicit.
- *
- * The list is changed in place: it belongs to the entry being planned, whose previous version is
- * superseded by the plan (a batch plans each session's messages one after the other on the
- * newest entry, and what it may have to restore was copied before planning). Copying it for every
- * message made a batch's cost grow with the square of a busy session's messages.
- */
-function rememberMessageId(ids: RecentMessageIds | undefined, id: string, now: number): RecentMessageIds {
-  const list = Array.isArray(ids) ? ids : [];
-  let start = 0;
-  while (start < list.length && !insideWindow(list[start], now)) start++;
-  start = Math.max(start, list.length + 1 - RECENT_IDS_CAP);
-  const index = idIndexes.get(list);
-  if (start > 0) {
-    const gone = list.splice(0, start);
-    // An id that is still in the list later keeps that (later) time in the index.
-    if (index !== undefined) for (const pair of gone) if (Array.isArray(pair) && index.get(pair[0]) === pair[1]) index.delete(pair[0]);
-  }
-  list.push([id, now]);
-  index?.set(id, now);
-  return list;
-}
-
-/**
- * messageId → when it was recorded, per id list, kept up to date by rememberMessageId (the one
- * place that changes a list); without it every message of a busy session would scan up to
- * RECENT_IDS_CAP pairs.
- */
-const idIndexes = new WeakMap<RecentMessageIds, Map<string, number>>();
-
-/** When this messageId was last recorded on the session, if it was. */
-export function messageIdSeenAt(ids: RecentMessageIds | undefined, id: string): number | undefined {
-  if (!Array.isArray(ids)) return undefined;
-  let index = idIndexes.get(ids);
-  if (index === undefined) {
-    index = new Map();
-    // Later pairs win: the last time the id was recorded.
-    for (const pair of ids) if (Array.isArray(pair) && typeof pair[0] === 'string') index.set(pair[0], pair[1]);
-    idIndexes.set(ids, index);
-  }
-  return index.get(id);
-}
-
-/** Removes a messageId again (its message could not be recorded after all). */
-export function forgetMessageId(ids: RecentMessageIds | undefined, id: string): RecentMessageIds {
-  return Array.isArray(ids) ? ids.filter((pair) => !Array.isArray(pair) || pair[0] !== id) : [];
-}
-
-/**
  * The one rotation rule: a fresh instance at the same address — new id, transcript name and
  * clocks; settings of the address (queue and send overrides, model, pin, labels) carry over.
  */
@@ -196,7 +130,7 @@ export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 
 export function planSessionMessage(existing: PlannedEntry | undefined, message: PlanMessage, ctx: PlanContext): SessionPlan {
   const { now } = ctx;
   if (existing && message.messageId !== undefined) {
-    const seenAt = messageIdSeenAt(existing.recentMessageIds, message.messageId);
+    const seenAt = messageIdSeenAt(existing, message.messageId);
     if (typeof seenAt === 'number' && Math.abs(now - seenAt) < DUPLICATE_WINDOW_MS) {
       return { entry: existing, created: false, duplicate: true, text: message.text, commandOnly: false, replyTo: planDelivery(existing, message, ctx).replyTo };
     }
@@ -278,7 +212,7 @@ function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, cr
     entry.deliveryOwner = owner;
   }
   if (delivery.movesSessionAddress && delivery.own) setDeliveryAddress(entry, delivery.own, chatType);
-  if (message.messageId !== undefined) entry.recentMessageIds = rememberMessageId(entry.recentMessageIds, message.messageId, now);
+  if (message.messageId !== undefined) rememberMessageId(entry, message.messageId, now);
   if (entry.lastInteractionAt === undefined) delete entry.lastInteractionAt;
 }
 

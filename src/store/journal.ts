@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants as fsConstants, fstatSync, fsync, lstatSync, openSync, readFileSync, truncateSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { errnoOf, ioError } from '../core/index.js';
+import { errnoOf, ioError, withoutRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { resolveInside } from './paths.js';
 import type { SessionEntry, SessionStore } from './session-entry.js';
@@ -200,9 +200,9 @@ export async function recoverJournal(storePath: string, store: SessionStore): Pr
     }
     if (found.size === 0) continue; // nothing reached the disk: nothing was acknowledged
     const entry = { ...session.entry };
-    const missing = new Set(session.records.filter((record) => !found.has(record[0]) && typeof record[2] === 'string').map((record) => record[2]));
-    if (missing.size > 0 && Array.isArray(entry.recentMessageIds)) {
-      entry.recentMessageIds = (entry.recentMessageIds as [string, number][]).filter(([id]) => !missing.has(id));
+    const missing = new Set(session.records.filter((record) => !found.has(record[0]) && typeof record[2] === 'string').map((record) => record[2] as string));
+    if (missing.size > 0 && entry.recentMessageIds !== undefined) {
+      entry.recentMessageIds = withoutRecentIds(entry.recentMessageIds, missing);
       recovery.missingMessageIds += missing.size;
     }
     store[session.sessionKey] = entry;

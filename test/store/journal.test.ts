@@ -27,7 +27,9 @@ for (const version of [1, 2]) {
     fs.writeFileSync(storePath, JSON.stringify({ 'agent:main:a': base }));
     // The dead writer planned a new instance with two messages but only the first record is down.
     await appendToTranscript(path.join(dir, 'new-id.jsonl'), { type: 'message', id: 'r1', message: { role: 'user', messageId: 'm1' } }, { session: { sessionId: 'new-id' } });
-    const planned = { sessionId: 'new-id', sessionFile: 'new-id.jsonl', updatedAt: 2, recentMessageIds: [['m1', 2], ['m2', 2]] };
+    // A version-1 journal comes from a switchboard that stored the duplicate memory as pairs.
+    const recentMessageIds = version === 1 ? [['m1', 2], ['m2', 2]] : '2 m1\n2 m2';
+    const planned = { sessionId: 'new-id', sessionFile: 'new-id.jsonl', updatedAt: 2, recentMessageIds };
     const session: JournalSession =
       { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, files: ['other.jsonl', 'new-id.jsonl'], records: [['r1', 1, 'm1'], ['r2', 1, 'm2']] };
     const v1 = { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, records: [{ id: 'r1', sessionFile: 'new-id.jsonl', messageId: 'm1' }, { id: 'r2', sessionFile: 'new-id.jsonl', messageId: 'm2' }] };
@@ -37,7 +39,7 @@ for (const version of [1, 2]) {
     });
     const store = await readSessionStore(storePath);
     assert.equal(store['agent:main:a']?.sessionId, 'new-id');
-    assert.deepEqual(store['agent:main:a']?.recentMessageIds, [['m1', 2]]);
+    assert.equal(store['agent:main:a']?.recentMessageIds, '2 m1');
     assert.equal(store['agent:main:other']?.sessionId, 'x');
     assert.equal(fs.readFileSync(journalPathFor(storePath), 'utf8'), '', 'the journal is emptied once applied');
   });
@@ -92,7 +94,7 @@ test('doctor reports a pending journal (journal-pending) and --repair completes 
     {
       sessionKey: 'agent:main:main',
       base: null,
-      entry: { sessionId, sessionFile: `${sessionId}.jsonl`, updatedAt: 1, recentMessageIds: [['m1', 1]] },
+      entry: { sessionId, sessionFile: `${sessionId}.jsonl`, updatedAt: 1, recentMessageIds: '1 m1' },
       records: [{ id: 'r1', sessionFile: `${sessionId}.jsonl`, messageId: 'm1' }],
     },
   ]);

@@ -1,0 +1,62 @@
+// The stored form of a session's duplicate memory (`recentMessageIds` of its entry): which
+// messageIds were recorded lately, and when. One string, one line per id, oldest first:
+//
+//   "<epoch ms> <messageId>\n<epoch ms> <messageId>…"
+//
+// with `\` and a newline inside an id written `\\` and `\n`. A string rather than `[id, ms]`
+// pairs because the entry is serialised, hashed, copied and journalled on every store write:
+// for a busy session a thousand pairs were most of that work, while the same ids in one string
+// are one value to copy. Entries written by earlier versions hold the pairs; they are read the
+// same way and written in this form on their next change.
+//
+// Pure: the store (journal recovery) and the session planner both use it.
+
+export interface RecentId {
+  id: string;
+  at: number;
+}
+
+const NEEDS_ESCAPE = /[\\\n]/;
+
+/** One stored line for `id` recorded at `at`. */
+export function recentIdLine(id: string, at: number): string {
+  return `${at} ${NEEDS_ESCAPE.test(id) ? id.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : id}`;
+}
+
+function unescapeId(text: string): string {
+  if (!text.includes('\\')) return text;
+  return text.replace(/\\(\\|n)/g, (_, char: string) => (char === 'n' ? '\n' : '\\'));
+}
+
+/** Every (id, time) a stored value names, oldest first; anything malformed is skipped. */
+export function readRecentIds(value: unknown): RecentId[] {
+  const ids: RecentId[] = [];
+  if (typeof value === 'string') {
+    if (value === '') return ids;
+    for (const line of value.split('\n')) {
+      const space = line.indexOf(' ');
+      if (space <= 0) continue;
+      const at = Number(line.slice(0, space));
+      const id = unescapeId(line.slice(space + 1));
+      if (Number.isFinite(at) && id !== '') ids.push({ id, at });
+    }
+  } else if (Array.isArray(value)) {
+    // The form before the string: [messageId, epoch ms] pairs.
+    for (const pair of value) {
+      if (Array.isArray(pair) && typeof pair[0] === 'string' && pair[0] !== '' && typeof pair[1] === 'number' && Number.isFinite(pair[1])) ids.push({ id: pair[0], at: pair[1] });
+    }
+  }
+  return ids;
+}
+
+/** The stored form of `ids` (oldest first). */
+export function writeRecentIds(ids: readonly RecentId[]): string {
+  let text = '';
+  for (const { id, at } of ids) text = text === '' ? recentIdLine(id, at) : `${text}\n${recentIdLine(id, at)}`;
+  return text;
+}
+
+/** The stored value without the ids in `gone` (journal recovery: records that never reached the disk). */
+export function withoutRecentIds(value: unknown, gone: ReadonlySet<string>): string {
+  return writeRecentIds(readRecentIds(value).filter(({ id }) => !gone.has(id)));
+}

@@ -1,0 +1,133 @@
+// A session's duplicate memory: the messageIds recorded on it in the last five minutes. Stored in
+// the entry's `recentMessageIds` as one string (core/recent-ids.ts); read here through a parsed
+// copy kept next to the entry object, so that checking and remembering an id costs O(1) however
+// many ids the session holds — the string itself only grows at its end (and is cut at its start
+// when ids leave the window), so it is never rebuilt per message.
+
+import { readRecentIds, recentIdLine, writeRecentIds, type RecentId } from '../core/index.js';
+
+/** A messageId seen on the same session within this window makes a later copy a duplicate. */
+export const DUPLICATE_WINDOW_MS = 5 * 60_000;
+
+/**
+ * Most ids one session remembers. Every id of the window is kept up to this bound (over three
+ * messages a second to ONE session for five minutes); it bounds the entry's size.
+ */
+export const RECENT_IDS_CAP = 1024;
+
+/** The entry field this module owns: the stored string, or the pairs of an older version. */
+type HasRecentIds = { recentMessageIds?: unknown };
+
+interface Memory {
+  /** The stored value this copy was made from (valid while the entry still holds it). */
+  stored: unknown;
+  /** What `stored` says, as a string (null: not written in the string form yet). */
+  text: string | null;
+  /** Oldest first; ids before `head` have left (lazily compacted). */
+  order: RecentId[];
+  head: number;
+  /** messageId → when it was last recorded. */
+  times: Map<string, number>;
+  /** The key this copy is filed under in `byText`, if it is. */
+  filedAs: string | null;
+}
+
+/** The copy made for an entry object. */
+const memories = new WeakMap<object, Memory>();
+
+/**
+ * Copies by stored string, for an entry object this process has not seen: every store write
+ * re-reads sessions.json, so the next batch's entries are new objects holding equal strings.
+ * Bounded: it is a cache, not a record.
+ */
+const byText = new Map<string, Memory>();
+const BY_TEXT_LIMIT = 4096;
+/**
+ * Copies changed since they were filed. They are filed on the next miss, not at each change:
+ * filing hashes the whole string, and a busy session changes it once per message.
+ */
+const unfiled = new Set<Memory>();
+
+function fileChanged(): void {
+  for (const memory of unfiled) {
+    if (memory.text === null || memory.text === '') continue;
+    if (byText.size >= BY_TEXT_LIMIT) byText.clear();
+    byText.set(memory.text, memory);
+    memory.filedAs = memory.text;
+  }
+  unfiled.clear();
+}
+
+function memoryOf(entry: object): Memory {
+  const stored = (entry as HasRecentIds).recentMessageIds;
+  const known = memories.get(entry);
+  if (known !== undefined && known.stored === stored) return known;
+  if (typeof stored === 'string' && stored !== '') {
+    if (unfiled.size > 0) fileChanged();
+    const filed = byText.get(stored);
+    if (filed !== undefined && filed.text === stored) {
+      // This entry's own string object from now on: later checks compare pointers, not text.
+      filed.stored = stored;
+      memories.set(entry, filed);
+      return filed;
+    }
+  }
+  const order = readRecentIds(stored);
+  const times = new Map<string, number>();
+  // Later lines win: the last time the id was recorded.
+  for (const { id, at } of order) times.set(id, at);
+  // The string is cut at its start by line lengths, so only a canonical one is kept as it is (a
+  // hand-edited one with stray lines is rewritten on the next change).
+  const text = typeof stored === 'string' && writeRecentIds(order) === stored ? stored : null;
+  const memory: Memory = { stored, text, order, head: 0, times, filedAs: null };
+  memories.set(entry, memory);
+  return memory;
+}
+
+/** When this messageId was last recorded on the session, if it was. */
+export function messageIdSeenAt(entry: object, id: string): number | undefined {
+  return memoryOf(entry).times.get(id);
+}
+
+/**
+ * Remembers a messageId, newest last. Ids that left the window are dropped from the front; at
+ * the cap the oldest goes. The entry's string gains one line at its end.
+ */
+export function rememberMessageId(entry: object, id: string, now: number): void {
+  const memory = memoryOf(entry);
+  const { order, times } = memory;
+  let text = memory.text ?? writeRecentIds(order.slice(memory.head));
+  let cut = 0;
+  while (memory.head < order.length && (Math.abs(now - order[memory.head]!.at) >= DUPLICATE_WINDOW_MS || order.length - memory.head + 1 > RECENT_IDS_CAP)) {
+    const gone = order[memory.head]!;
+    // An id recorded again later keeps that (later) time.
+    if (times.get(gone.id) === gone.at) times.delete(gone.id);
+    cut += recentIdLine(gone.id, gone.at).length + 1;
+    memory.head += 1;
+  }
+  if (cut > 0) text = text.slice(cut);
+  if (memory.head > 64 && memory.head * 2 > order.length) {
+    order.splice(0, memory.head);
+    memory.head = 0;
+  }
+  order.push({ id, at: now });
+  times.set(id, now);
+  const line = recentIdLine(id, now);
+  text = text === '' ? line : `${text}\n${line}`;
+  // Entries still holding the old string (a snapshot a batch may restore) must not find this copy.
+  if (memory.filedAs !== null) {
+    if (byText.get(memory.filedAs) === memory) byText.delete(memory.filedAs);
+    memory.filedAs = null;
+  }
+  memory.text = text;
+  memory.stored = text;
+  unfiled.add(memory);
+  (entry as HasRecentIds).recentMessageIds = text;
+}
+
+/** Forgets a messageId again (its message was not taken after all, so a resend is no duplicate). */
+export function forgetMessageId(entry: object, id: string): void {
+  const memory = memoryOf(entry);
+  if (!memory.times.has(id)) return;
+  (entry as HasRecentIds).recentMessageIds = writeRecentIds(memory.order.slice(memory.head).filter((recent) => recent.id !== id));
+}

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { readRecentIds } from '../../src/core/index.js';
+import { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, forgetMessageId, messageIdSeenAt } from '../../src/policy/index.js';
+import { rememberMessageId } from '../../src/policy/duplicate-memory.js';
+
+type Entry = { recentMessageIds?: unknown };
+
+test('remembered ids are stored as one line each, oldest first, and found again', () => {
+  const entry: Entry = {};
+  rememberMessageId(entry, 'tg-1', 1000);
+  rememberMessageId(entry, 'tg-2', 2000);
+  assert.equal(entry.recentMessageIds, '1000 tg-1\n2000 tg-2');
+  assert.equal(messageIdSeenAt(entry, 'tg-1'), 1000);
+  assert.equal(messageIdSeenAt(entry, 'tg-2'), 2000);
+  assert.equal(messageIdSeenAt(entry, 'tg-3'), undefined);
+});
+
+test('ids with spaces, backslashes and newlines survive the stored form', () => {
+  const awkward = ['a b', 'back\\slash', 'two\nlines', '\\n', 'end\\'];
+  const entry: Entry = {};
+  awkward.forEach((id, index) => rememberMessageId(entry, id, 10 + index));
+  assert.equal((entry.recentMessageIds as string).split('\n').length, awkward.length);
+  // A fresh reader (another process) sees the same ids from the string alone.
+  const reread: Entry = { recentMessageIds: entry.recentMessageIds };
+  awkward.forEach((id, index) => assert.equal(messageIdSeenAt(reread, id), 10 + index, JSON.stringify(id)));
+  assert.deepEqual(readRecentIds(entry.recentMessageIds).map(({ id }) => id), awkward);
+});
+
+test('pairs written by earlier versions are read, and rewritten as the string on the next change', () => {
+  const entry: Entry = { recentMessageIds: [['old-1', 1000], ['old-2', 1500]] };
+  assert.equal(messageIdSeenAt(entry, 'old-2'), 1500);
+  assert.deepEqual(entry.recentMessageIds, [['old-1', 1000], ['old-2', 1500]], 'reading changes nothing');
+  rememberMessageId(entry, 'new', 2000);
+  assert.equal(entry.recentMessageIds, '1000 old-1\n1500 old-2\n2000 new');
+});
+
+test('ids that left the five-minute window are cut from the front when the next id is remembered', () => {
+  const entry: Entry = {};
+  rememberMessageId(entry, 'early', 0);
+  rememberMessageId(entry, 'again', 1);
+  rememberMessageId(entry, 'later', DUPLICATE_WINDOW_MS - 1);
+  // Recorded once more after its window: the new time is the one that counts.
+  rememberMessageId(entry, 'again', DUPLICATE_WINDOW_MS + 1);
+  assert.equal(entry.recentMessageIds, `${DUPLICATE_WINDOW_MS - 1} later\n${DUPLICATE_WINDOW_MS + 1} again`);
+  assert.equal(messageIdSeenAt(entry, 'early'), undefined);
+  assert.equal(messageIdSeenAt(entry, 'again'), DUPLICATE_WINDOW_MS + 1);
+  assert.equal(messageIdSeenAt({ recentMessageIds: entry.recentMessageIds }, 'again'), DUPLICATE_WINDOW_MS + 1);
+  assert.equal(messageIdSeenAt(entry, 'later'), DUPLICATE_WINDOW_MS - 1);
+});
+
+test(`at ${RECENT_IDS_CAP} ids the oldest goes`, () => {
+  const entry: Entry = {};
+  for (let i = 0; i < RECENT_IDS_CAP + 5; i++) rememberMessageId(entry, `m${i}`, 1000 + i);
+  const kept = readRecentIds(entry.recentMessageIds);
+  assert.equal(kept.length, RECENT_IDS_CAP);
+  assert.equal(kept[0]!.id, 'm5');
+  assert.equal(messageIdSeenAt(entry, 'm4'), undefined);
+  assert.equal(messageIdSeenAt(entry, 'm5'), 1005);
+  assert.equal(messageIdSeenAt({ recentMessageIds: entry.recentMessageIds }, `m${RECENT_IDS_CAP + 4}`), 1000 + RECENT_IDS_CAP + 4);
+});
+
+test('a forgotten id is no duplicate any more; the others stay', () => {
+  const entry: Entry = {};
+  rememberMessageId(entry, 'keep', 1);
+  rememberMessageId(entry, 'drop', 2);
+  forgetMessageId(entry, 'drop');
+  assert.equal(entry.recentMessageIds, '1 keep');
+  assert.equal(messageIdSeenAt(entry, 'drop'), undefined);
+  assert.equal(messageIdSeenAt(entry, 'keep'), 1);
+  forgetMessageId(entry, 'never-seen');
+  assert.equal(entry.recentMessageIds, '1 keep');
+});
+
+test('the memory follows the entry field: a restored value is what is read', () => {
+  const entry: Entry = {};
+  rememberMessageId(entry, 'a', 1);
+  const before = entry.recentMessageIds;
+  rememberMessageId(entry, 'b', 2);
+  entry.recentMessageIds = before; // a batch took its change back
+  assert.equal(messageIdSeenAt(entry, 'b'), undefined);
+  rememberMessageId(entry, 'c', 3);
+  assert.equal(entry.recentMessageIds, '1 a\n3 c');
+});
+
+test('a hand-edited string with stray lines keeps its good lines and is rewritten cleanly on the next change', () => {
+  const entry: Entry = { recentMessageIds: 'garbage\n0012 padded\n\n20 ok' };
+  assert.equal(messageIdSeenAt(entry, 'ok'), 20);
+  assert.equal(messageIdSeenAt(entry, 'padded'), 12);
+  rememberMessageId(entry, 'new', 30);
+  assert.equal(entry.recentMessageIds, '12 padded\n20 ok\n30 new');
+});
