@@ -84,6 +84,16 @@ function memoryOf(entry: object): Memory {
   return memory;
 }
 
+/**
+ * A shallow copy of an entry (the planner copies the entry for every message) shares the
+ * original's parsed copy: without this each copy would be a miss, and a miss files every changed
+ * string (see `unfiled`).
+ */
+export function shareMemory(from: object, to: object): void {
+  const memory = memories.get(from);
+  if (memory !== undefined) memories.set(to, memory);
+}
+
 /** When this messageId was last recorded on the session, if it was. */
 export function messageIdSeenAt(entry: object, id: string): number | undefined {
   return memoryOf(entry).times.get(id);

@@ -5,7 +5,7 @@ import type { SessionConfig } from '../config/types.js';
 import { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
 import { noteDmSender } from './shared-dm.js';
 import { clearInstanceUsage } from './usage.js';
-import { DUPLICATE_WINDOW_MS, messageIdSeenAt, rememberMessageId } from './duplicate-memory.js';
+import { DUPLICATE_WINDOW_MS, messageIdSeenAt, rememberMessageId, shareMemory } from './duplicate-memory.js';
 import { evaluateFreshness, parseResetTrigger, resolveResetPolicy, resolveResetTriggers, sessionTypeFor, type ResetPolicy } from './reset.js';
 
 /** The entry fields this planner reads and writes; other fields pass through untouched. */
@@ -153,6 +153,7 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
     };
   } else {
     entry = { ...existing };
+    shareMemory(existing, entry);
     let reason: RotationReason | undefined;
     if (message.kind === 'cron') {
       // Cron jobs never reuse history: every run is a fresh instance.
