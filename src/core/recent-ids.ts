@@ -11,12 +11,29 @@
 //
 // Pure: the store (journal recovery) and the session planner both use it.
 
+import { createHash } from 'node:crypto';
+
 export interface RecentId {
   id: string;
   at: number;
 }
 
 const NEEDS_ESCAPE = /[\\\n]/;
+
+/** Longer messageIds are remembered by digest (see recentIdKey). */
+export const RECENT_ID_MAX_CHARS = 128;
+const DIGEST_PREFIX = 'sha256:';
+
+/**
+ * What the memory holds for a messageId: the id itself, or for a long one (or one that looks
+ * like a digest) `sha256:<base64url>` of it. A sender may send ids of any length, and a session
+ * remembers up to 1024 of them in an entry that every store write serialises: without the bound,
+ * one client's megabyte-long ids would grow the store until no write of it fits in a string.
+ */
+export function recentIdKey(messageId: string): string {
+  if (messageId.length <= RECENT_ID_MAX_CHARS && !messageId.startsWith(DIGEST_PREFIX)) return messageId;
+  return `${DIGEST_PREFIX}${createHash('sha256').update(messageId).digest('base64url')}`;
+}
 
 /** One stored line for `id` recorded at `at`. */
 export function recentIdLine(id: string, at: number): string {
@@ -43,7 +60,7 @@ export function readRecentIds(value: unknown): RecentId[] {
   } else if (Array.isArray(value)) {
     // The form before the string: [messageId, epoch ms] pairs.
     for (const pair of value) {
-      if (Array.isArray(pair) && typeof pair[0] === 'string' && pair[0] !== '' && typeof pair[1] === 'number' && Number.isFinite(pair[1])) ids.push({ id: pair[0], at: pair[1] });
+      if (Array.isArray(pair) && typeof pair[0] === 'string' && pair[0] !== '' && typeof pair[1] === 'number' && Number.isFinite(pair[1])) ids.push({ id: recentIdKey(pair[0]), at: pair[1] });
     }
   }
   return ids;
@@ -56,7 +73,8 @@ export function writeRecentIds(ids: readonly RecentId[]): string {
   return text;
 }
 
-/** The stored value without the ids in `gone` (journal recovery: records that never reached the disk). */
-export function withoutRecentIds(value: unknown, gone: ReadonlySet<string>): string {
-  return writeRecentIds(readRecentIds(value).filter(({ id }) => !gone.has(id)));
+/** The stored value without the messageIds in `gone` (journal recovery: records that never reached the disk). */
+export function withoutRecentIds(value: unknown, gone: Iterable<string>): string {
+  const keys = new Set([...gone].map(recentIdKey));
+  return writeRecentIds(readRecentIds(value).filter(({ id }) => !keys.has(id)));
 }

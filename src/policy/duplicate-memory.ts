@@ -4,7 +4,7 @@
 // many ids the session holds — the string itself only grows at its end (and is cut at its start
 // when ids leave the window), so it is never rebuilt per message.
 
-import { readRecentIds, recentIdLine, writeRecentIds, type RecentId } from '../core/index.js';
+import { readRecentIds, recentIdKey, recentIdLine, writeRecentIds, type RecentId } from '../core/index.js';
 
 /** A messageId seen on the same session within this window makes a later copy a duplicate. */
 export const DUPLICATE_WINDOW_MS = 5 * 60_000;
@@ -95,15 +95,16 @@ export function shareMemory(from: object, to: object): void {
 }
 
 /** When this messageId was last recorded on the session, if it was. */
-export function messageIdSeenAt(entry: object, id: string): number | undefined {
-  return memoryOf(entry).times.get(id);
+export function messageIdSeenAt(entry: object, messageId: string): number | undefined {
+  return memoryOf(entry).times.get(recentIdKey(messageId));
 }
 
 /**
  * Remembers a messageId, newest last. Ids that left the window are dropped from the front; at
  * the cap the oldest goes. The entry's string gains one line at its end.
  */
-export function rememberMessageId(entry: object, id: string, now: number): void {
+export function rememberMessageId(entry: object, messageId: string, now: number): void {
+  const id = recentIdKey(messageId);
   const memory = memoryOf(entry);
   const { order, times } = memory;
   let text = memory.text ?? writeRecentIds(order.slice(memory.head));
@@ -136,7 +137,8 @@ export function rememberMessageId(entry: object, id: string, now: number): void 
 }
 
 /** Forgets a messageId again (its message was not taken after all, so a resend is no duplicate). */
-export function forgetMessageId(entry: object, id: string): void {
+export function forgetMessageId(entry: object, messageId: string): void {
+  const id = recentIdKey(messageId);
   const memory = memoryOf(entry);
   if (!memory.times.has(id)) return;
   (entry as HasRecentIds).recentMessageIds = writeRecentIds(memory.order.slice(memory.head).filter((recent) => recent.id !== id));

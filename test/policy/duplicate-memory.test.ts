@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { readRecentIds } from '../../src/core/index.js';
+import { RECENT_ID_MAX_CHARS, readRecentIds, withoutRecentIds } from '../../src/core/index.js';
 import { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, forgetMessageId, messageIdSeenAt } from '../../src/policy/index.js';
 import { rememberMessageId } from '../../src/policy/duplicate-memory.js';
 
@@ -89,4 +89,25 @@ test('a hand-edited string with stray lines keeps its good lines and is rewritte
   assert.equal(messageIdSeenAt(entry, 'padded'), 12);
   rememberMessageId(entry, 'new', 30);
   assert.equal(entry.recentMessageIds, '12 padded\n20 ok\n30 new');
+});
+
+test(`ids longer than ${RECENT_ID_MAX_CHARS} characters are remembered by digest: a resend is still a duplicate, the entry stays small`, () => {
+  const entry: Entry = {};
+  const huge = 'x'.repeat(100_000);
+  const lookalike = 'sha256:short';
+  rememberMessageId(entry, huge, 1);
+  rememberMessageId(entry, lookalike, 2);
+  assert.equal(messageIdSeenAt(entry, huge), 1);
+  assert.equal(messageIdSeenAt({ recentMessageIds: entry.recentMessageIds }, huge), 1);
+  assert.equal(messageIdSeenAt(entry, `${huge}y`), undefined);
+  assert.equal(messageIdSeenAt(entry, lookalike), 2);
+  assert.ok((entry.recentMessageIds as string).length < 200, String(entry.recentMessageIds).slice(0, 300));
+  assert.ok(!(entry.recentMessageIds as string).includes(lookalike), 'an id shaped like a digest is digested too, so it cannot pose as one');
+  forgetMessageId(entry, huge);
+  assert.equal(messageIdSeenAt(entry, huge), undefined);
+  // Journal recovery takes raw messageIds out the same way.
+  rememberMessageId(entry, huge, 3);
+  assert.equal(messageIdSeenAt({ recentMessageIds: withoutRecentIds(entry.recentMessageIds, [huge]) }, huge), undefined);
+  // A long id in pairs written by an earlier version is found too.
+  assert.equal(messageIdSeenAt({ recentMessageIds: [[huge, 4]] }, huge), 4);
 });
