@@ -12,6 +12,7 @@ export * from './lock.js';
 export { DEFAULT_STALE_MS, mayTakeOver, readLockOwner, type LockInfo, type LockOwnerInfo, type LockOwnerRecord, type TakeoverPolicy } from './lock-owner.js';
 export * from './lock-admin.js';
 export * from './transcript.js';
+export * from './transcript-read.js';
 export * from './transcript-follow.js';
 export { readTranscriptHead } from './transcript-head.js';
 export { copyRegularFile, describeFileKind, fileKindOf, lstatKind, notRegularFileError, openRegularFile, readRegularFile, type FileKind } from './regular-file.js';

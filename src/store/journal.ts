@@ -16,7 +16,7 @@ import { errnoOf, ioError, withoutRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { resolveInside } from './paths.js';
 import type { SessionEntry, SessionStore } from './session-entry.js';
-import { readTranscript } from './transcript.js';
+import { readTranscript } from './transcript-read.js';
 
 export const JOURNAL_SUFFIX = '.journal';
 const JOURNAL_VERSION = 2;

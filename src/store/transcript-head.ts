@@ -6,7 +6,8 @@ import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
 import { memoryVolumeFor } from './memory-volume.js';
 import { openRegularFile } from './regular-file.js';
-import { parseRecord, readTranscript, type TranscriptRecord } from './transcript.js';
+import { parseRecord, readTranscript } from './transcript-read.js';
+import type { TranscriptRecord } from './transcript.js';
 
 /** Bytes read at first for a transcript's head: a header and a first record fit many times over. */
 const HEAD_BYTES = 16 * 1024;
