@@ -9,7 +9,7 @@ import { forgetMessageId } from '../policy/index.js';
 import {
   archiveFile,
   checkSessionEntry,
-  entryHash,
+  entryTextHash,
   findInstanceTranscript,
   transactSessionStore,
   withLock,
@@ -97,9 +97,13 @@ async function archiveRotated(ctx: EngineContext, rotation: { file: string; sess
   await withLock(rotation.file, sessionLockOptions(ctx, { sessionKey: rotation.sessionKey }), () => archiveFile(rotation.file, 'reset', ctx.clock.now()));
 }
 
-/** A key's entry as the round found it: restored when the key's work is taken back. */
+/**
+ * A key's entry as the round found it, restored when the key's work is taken back: its JSON text
+ * (undefined: no entry), which the journal's content hash is made from anyway — one stringify
+ * serves both, where a structured clone of every entry a batch touches cost as much again.
+ */
 interface Snapshot {
-  entry: SessionEntry | undefined;
+  text: string | undefined;
   hash: string | null;
 }
 
@@ -115,8 +119,8 @@ interface Round {
 }
 
 function restoreKey(store: SessionStore, key: string, snapshot: Snapshot): void {
-  if (snapshot.entry === undefined) delete store[key];
-  else store[key] = structuredClone(snapshot.entry);
+  if (snapshot.text === undefined) delete store[key];
+  else store[key] = JSON.parse(snapshot.text) as SessionEntry;
 }
 
 /**
@@ -204,7 +208,8 @@ async function commitRound(
   for (const { sessionKey } of items) {
     if (snapshots.has(sessionKey)) continue;
     const entry = Object.hasOwn(store, sessionKey) ? store[sessionKey] : undefined;
-    snapshots.set(sessionKey, { entry: entry === undefined ? undefined : structuredClone(entry), hash: entryHash(entry) });
+    const text = entry === undefined ? undefined : JSON.stringify(entry);
+    snapshots.set(sessionKey, { text, hash: text === undefined ? null : entryTextHash(text) });
   }
   const { effects, failed } = await planRound(ctx, runtime, location, store, items, snapshots);
   const planned = items.filter((item) => !failed.has(item));

@@ -16,5 +16,5 @@ export * from './transcript-read.js';
 export * from './transcript-follow.js';
 export { readTranscriptHead } from './transcript-head.js';
 export { copyRegularFile, describeFileKind, fileKindOf, lstatKind, notRegularFileError, openRegularFile, readRegularFile, type FileKind } from './regular-file.js';
-export { entryHash, journalPathFor, readJournal, JOURNAL_SUFFIX, type JournalSession } from './journal.js';
+export { entryHash, entryTextHash, journalPathFor, readJournal, JOURNAL_SUFFIX, type JournalSession } from './journal.js';
 export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, isInMemory, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';

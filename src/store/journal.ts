@@ -61,7 +61,12 @@ export function journalPathFor(storePath: string): string {
 
 /** The hash that identifies an entry's content as read from sessions.json. */
 export function entryHash(entry: unknown): string | null {
-  return entry === undefined ? null : createHash('sha256').update(JSON.stringify(entry)).digest('base64url');
+  return entry === undefined ? null : entryTextHash(JSON.stringify(entry));
+}
+
+/** entryHash() of an entry whose JSON text the caller already has. */
+export function entryTextHash(text: string): string {
+  return createHash('sha256').update(text).digest('base64url');
 }
 
 const WRITE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW;
