@@ -233,6 +233,22 @@ describe('session instances', () => {
     assert.equal(transcriptLines(state, 'main', entry.sessionFile).filter((l) => l.type === 'message').length, 2);
   });
 
+  test('a store whose duplicate memory an earlier version wrote as [id, ms] pairs still knows its ids; the next change writes the string', async () => {
+    const state = tempDir();
+    const first = line({ channel: 'x', text: 'first', messageId: 'old-1' });
+    await ingest(state, first, at('2026-11-30T10:00:00Z'));
+    const storeFile = path.join(sessionsDir(state, 'main'), 'sessions.json');
+    const store = readStore(state, 'main');
+    const recordedAt = Date.parse('2026-11-30T10:00:00Z');
+    assert.equal(store['agent:main:main'].recentMessageIds, `${recordedAt} old-1`);
+    store['agent:main:main'].recentMessageIds = [['old-1', recordedAt], ['old-2', recordedAt]];
+    fs.writeFileSync(storeFile, JSON.stringify(store, null, 2));
+
+    const r = await ingest(state, `${line({ channel: 'x', text: 'again', messageId: 'old-2' })}\n${line({ channel: 'x', text: 'new', messageId: 'new-1' })}`, at('2026-11-30T10:01:00Z'));
+    assert.deepEqual(jsonLines(r.stdout).map((e) => e.disposition), ['duplicate', 'recorded']);
+    assert.equal(readStore(state, 'main')['agent:main:main'].recentMessageIds, `${recordedAt} old-1\n${recordedAt} old-2\n${recordedAt + 60_000} new-1`);
+  });
+
   test('cron messages get a fresh sessionId on every run; explicit keys skip routing', async () => {
     const state = tempDir();
     const cron = line({ channel: 'cron', cron: { jobId: 'Digest' }, text: 'run the digest' });
