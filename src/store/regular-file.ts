@@ -95,7 +95,14 @@ export async function openRegularFile(file: string, flags: number, mode?: number
  * fsyncs of many files overlap.
  */
 export class DescriptorFile {
-  constructor(private readonly fd: number) {}
+  /**
+   * @param openedAs what fstat said when the file was opened (openRegularDescriptor checks the
+   * kind with it): callers that would fstat right after opening use it instead of a second call.
+   */
+  constructor(
+    private readonly fd: number,
+    readonly openedAs: Stats,
+  ) {}
 
   async stat(): Promise<Stats> {
     return fstatSync(this.fd);
@@ -125,7 +132,8 @@ export class DescriptorFile {
   async readAll(): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let position = 0;
-    for (let size = Math.max(fstatSync(this.fd).size, 0) + 1; ; size = 64 * 1024) {
+    // The size at open is only a first guess: reading goes on to the end.
+    for (let size = Math.max(this.openedAs.size, 0) + 1; ; size = 64 * 1024) {
       const chunk = Buffer.allocUnsafe(size);
       const bytesRead = readSync(this.fd, chunk, 0, size, position);
       if (bytesRead === 0) break;
@@ -149,14 +157,16 @@ export function openRegularDescriptor(file: string, flags: number, mode?: number
     }
     throw err;
   }
+  let openedAs: Stats;
   try {
-    const kind = fileKindOf(fstatSync(fd));
+    openedAs = fstatSync(fd);
+    const kind = fileKindOf(openedAs);
     if (kind !== 'file') throw notRegularFileError(file, kind);
   } catch (err) {
     closeSync(fd);
     throw err;
   }
-  return new DescriptorFile(fd);
+  return new DescriptorFile(fd, openedAs);
 }
 
 function lstatKindSync(file: string): FileKind | null {

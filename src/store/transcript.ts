@@ -4,7 +4,7 @@
 // tail never throws.
 
 import { randomUUID } from 'node:crypto';
-import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { constants as fsConstants, promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError, systemClock, type Clock } from '../core/index.js';
 import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
@@ -236,15 +236,17 @@ async function appendUnderLock(
   const clock = options.clock ?? systemClock;
   let fh: AppendableFile;
   let createdFile = false;
+  let openedAs: Stats | undefined;
   try {
-    ({ fh, createdFile } = await openForAppend(file));
+    ({ fh, createdFile, openedAs } = await openForAppend(file));
   } catch (err) {
     throw ioError(`could not open transcript ${file}`, err);
   }
   let sizeBefore = -1;
   let wroteSomething = false;
   try {
-    const stat = await fh.stat();
+    // We hold the lock that covers this file, so what fstat said at open still holds.
+    const stat = openedAs ?? (await fh.stat());
     sizeBefore = stat.size;
     const cached = tailCache.get(file);
     const tail: TailInfo =
@@ -300,7 +302,7 @@ async function appendUnderLock(
 
 /** Read-write (the tail is read through the same descriptor) and O_APPEND. A new file is created
  *  exclusively, so that we know it was us: a failed first append removes it again. */
-async function openForAppend(file: string): Promise<{ fh: AppendableFile; createdFile: boolean }> {
+async function openForAppend(file: string): Promise<{ fh: AppendableFile; createdFile: boolean; openedAs?: Stats }> {
   const volume = memoryVolumeFor(file);
   if (volume !== undefined) {
     const createdFile = volume.sizeOf(file) === null;
@@ -309,17 +311,20 @@ async function openForAppend(file: string): Promise<{ fh: AppendableFile; create
   // openRegularFile: never through a symlink (even one pointing inside the state dir), never a
   // FIFO or device (STORE_CORRUPT for this session's file, not a hang or a write elsewhere).
   try {
-    return { fh: openRegularDescriptor(file, fsConstants.O_RDWR | fsConstants.O_APPEND), createdFile: false };
+    const fh = openRegularDescriptor(file, fsConstants.O_RDWR | fsConstants.O_APPEND);
+    return { fh, createdFile: false, openedAs: fh.openedAs };
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
   }
   const flags = fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_EXCL;
   try {
-    return { fh: openRegularDescriptor(file, flags, 0o600), createdFile: true };
+    const fh = openRegularDescriptor(file, flags, 0o600);
+    return { fh, createdFile: true, openedAs: fh.openedAs };
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
     await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    return { fh: openRegularDescriptor(file, flags, 0o600), createdFile: true };
+    const fh = openRegularDescriptor(file, flags, 0o600);
+    return { fh, createdFile: true, openedAs: fh.openedAs };
   }
 }
 
