@@ -18,12 +18,28 @@ interface Waiting {
 /** Lines per combined batch: big enough to amortise, small enough to keep each answer prompt. */
 const DEFAULT_MAX_BATCH_LINES = 5_000;
 
+/**
+ * Group commit across batches. Clients that were just answered usually send their next request
+ * within a fraction of a millisecond, but the next batch starts at once with only what arrived
+ * while the last one was stored. Under steady load the clients then split into two halves that
+ * take turns, and every request waits for two batches, paying a whole batch's fixed cost (lock,
+ * journal, fsyncs, registry) twice. Measured with 50 clients: 25 requests per batch, a median of
+ * 19 ms. So before the next batch the queue waits briefly for the requests of the batch it just
+ * answered. It stops as soon as that batch's requests have come again on top of those that were
+ * already waiting, and waits at most a fifth of that batch's time and never over 2 ms. With the wait: 45–50 per batch, a median of 15 ms. A
+ * lone client pays nothing: its next request ends the wait when it arrives.
+ */
+const GATHER_SHARE_OF_LAST_BATCH = 0.2;
+const MAX_GATHER_MS = 2;
+
 export class IngestQueue {
   private waiting: Waiting[] = [];
   private running = false;
   /** Set by close(): why requests not yet handed to the engine are refused. */
   private refusal?: () => Error;
   private idleWaiters: (() => void)[] = [];
+  /** While the queue gathers for the next batch: called on every arrival (and by close). */
+  private gatherCheck?: () => void;
 
   constructor(
     private readonly ingest: IngestFunction,
@@ -52,6 +68,7 @@ export class IngestQueue {
       let bytes = 0;
       for (const line of lines) bytes += lineChars(line);
       this.waiting.push({ engine, lines, bytes, resolve, reject });
+      this.gatherCheck?.();
       if (!this.running) {
         this.running = true;
         // Let every request of this turn join the first batch.
@@ -78,15 +95,36 @@ export class IngestQueue {
   }
 
   private async drain(): Promise<void> {
-    while (this.waiting.length > 0) {
+    for (;;) {
+      if (this.waiting.length === 0) break;
       const batch = this.takeBatch();
       this.batches++;
+      const startedAt = performance.now();
       await this.store(batch);
+      // The requests that came in meanwhile are waiting; the batch's own clients are still to come.
+      await this.gather(this.waiting.length + batch.length, performance.now() - startedAt);
     }
     this.running = false;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const wake of waiters) wake();
+  }
+
+  /** Waits (see GATHER_SHARE_OF_LAST_BATCH) until `requests` requests are waiting, or the time is up. */
+  private gather(requests: number, lastBatchMs: number): Promise<void> {
+    const limitMs = Math.min(MAX_GATHER_MS, lastBatchMs * GATHER_SHARE_OF_LAST_BATCH);
+    if (this.waiting.length >= requests || this.refusal !== undefined || limitMs < 1) return Promise.resolve();
+    return new Promise((resolve) => {
+      const stop = (): void => {
+        clearTimeout(timer);
+        this.gatherCheck = undefined;
+        resolve();
+      };
+      const timer = setTimeout(stop, limitMs);
+      this.gatherCheck = () => {
+        if (this.waiting.length >= requests || this.refusal !== undefined) stop();
+      };
+    });
   }
 
   /**
@@ -97,6 +135,7 @@ export class IngestQueue {
   close(refusal: () => Error): void {
     this.refusal = refusal;
     for (const item of this.waiting.splice(0)) item.reject(refusal());
+    this.gatherCheck?.();
   }
 
   /** Settles once no batch is being stored. */
