@@ -5,13 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { appendBatch } from './harness/append-pool.mjs';
 import { BIN, ROOT, fmt, median, record, tempDir, timePipe } from './lib.mjs';
 
 const MESSAGES = 100_000;
 const SESSIONS = 1_000;
 /** Must match MAX_BATCH_LINES in src/cli/ingest.ts: the baseline fsyncs once per session per batch. */
 const BATCH = 50_000;
-const POOL = 32;
 
 function makeMessages() {
   const lines = [];
@@ -60,19 +60,7 @@ async function baseline(plan) {
       if (!lines) perFile.set(name, (lines = file.next === 0 ? [file.header] : []));
       lines.push(file.entries[file.next++]);
     }
-    const work = [...perFile];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: POOL }, async () => {
-        while (next < work.length) {
-          const [name, lines] = work[next++];
-          let handle = handles.get(name);
-          if (!handle) handles.set(name, (handle = await fs.promises.open(path.join(dir, name), 'a', 0o600)));
-          await handle.write(lines.join('\n') + '\n');
-          await handle.sync();
-        }
-      }),
-    );
+    await appendBatch(dir, handles, [...perFile]);
   }
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
   await Promise.all([...handles.values()].map((h) => h.close()));

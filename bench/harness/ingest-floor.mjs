@@ -6,12 +6,10 @@
 // duplicate check: a floor, not a competitor. Usage: node ingest-floor.mjs DIR < input.ndjson
 
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import readline from 'node:readline';
+import { appendBatch } from './append-pool.mjs';
 
 const BATCH = 50_000;
-const POOL = 32;
 const dir = process.argv[2];
 const handles = new Map();
 const parents = new Map();
@@ -24,18 +22,7 @@ async function flush() {
   const work = [...pending];
   pending = new Map();
   count = 0;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: POOL }, async () => {
-      while (next < work.length) {
-        const [name, lines] = work[next++];
-        let handle = handles.get(name);
-        if (!handle) handles.set(name, (handle = await fs.promises.open(path.join(dir, name), 'a', 0o600)));
-        await handle.write(`${lines.join('\n')}\n`);
-        await handle.sync();
-      }
-    }),
-  );
+  await appendBatch(dir, handles, work);
   process.stdout.write(out.join(''));
   out.length = 0;
 }

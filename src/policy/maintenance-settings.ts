@@ -52,20 +52,21 @@ function positiveOrNull(value: number): number | null {
   return value > 0 ? value : null;
 }
 
-function readDuration(value: unknown, fallback: string | number | null, path: string): number | null {
+/** A duration or size setting: `false` or ≤ 0 disables it, unset takes the fallback. */
+function readAmount(value: unknown, fallback: string | number | null, path: string, parse: (text: string | number, path: string) => number, example: string): number | null {
   if (value === false) return null;
   const chosen = isUnset(value) ? fallback : value;
   if (chosen === null) return null;
-  if (typeof chosen !== 'string' && typeof chosen !== 'number') configError(path, chosen, 'a duration (e.g. "30d") or false');
-  return positiveOrNull(parseDurationMs(chosen, path));
+  if (typeof chosen !== 'string' && typeof chosen !== 'number') configError(path, chosen, `${example} or false`);
+  return positiveOrNull(parse(chosen, path));
+}
+
+function readDuration(value: unknown, fallback: string | number | null, path: string): number | null {
+  return readAmount(value, fallback, path, parseDurationMs, 'a duration (e.g. "30d")');
 }
 
 function readSize(value: unknown, fallback: string | number | null, path: string): number | null {
-  if (value === false) return null;
-  const chosen = isUnset(value) ? fallback : value;
-  if (chosen === null) return null;
-  if (typeof chosen !== 'string' && typeof chosen !== 'number') configError(path, chosen, 'a size (e.g. "10mb") or false');
-  return positiveOrNull(parseByteSize(chosen, path));
+  return readAmount(value, fallback, path, parseByteSize, 'a size (e.g. "10mb")');
 }
 
 function readCount(value: unknown, fallback: number, path: string): number | null {
