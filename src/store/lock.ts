@@ -204,11 +204,12 @@ export function lockQueueState(targetPath: string): { heldInProcess: boolean; wa
 export async function lockPresent(targetPath: string): Promise<boolean> {
   const lockPath = lockPathFor(targetPath);
   if (heldLocks.has(lockPath) || (turnQueues.get(lockPath)?.waiters.length ?? 0) > 0) return true;
+  // Asked once per transcript of every batch, and the answer is nearly always "no": without
+  // throwIfNoEntry, each "no" would build (and throw) an error with its stack trace.
   try {
-    lstatSync(lockPath);
-    return true;
-  } catch (err) {
-    return errnoOf(err) !== 'ENOENT';
+    return lstatSync(lockPath, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return true; // cannot tell (EACCES, ENOTDIR…): taken as held, so the caller tries the lock
   }
 }
 
