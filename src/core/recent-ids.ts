@@ -27,7 +27,7 @@ const DIGEST_PREFIX = 'sha256:';
 /**
  * What the memory holds for a messageId: the id itself, or for a long one (or one that looks
  * like a digest) `sha256:<base64url>` of it. A sender may send ids of any length, and a session
- * remembers up to 1024 of them in an entry that every store write serialises: without the bound,
+ * remembers up to 50 000 of them in an entry that every store write serialises: without the bound,
  * one client's megabyte-long ids would grow the store until no write of it fits in a string.
  */
 export function recentIdKey(messageId: string): string {

@@ -1,7 +1,7 @@
 // Parsing and validating one inbound message (the NDJSON schema in cli.md). Every rejection is
 // BAD_MESSAGE naming the JSON path; routing fields go through routing's own normaliser.
 
-import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds } from '../core/index.js';
+import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds, mayNestDeeperThan } from '../core/index.js';
 import { describeType, normalizeRouteInput, type RouteInput } from '../routing/index.js';
 
 export type MessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
@@ -177,6 +177,7 @@ export function parseMessageLine(text: string): InboundMessage {
     throw new SwitchboardError('BAD_MESSAGE', `not JSON: ${(err as Error).message}`, { details: { path: '$' } });
   }
   // Checked before anything walks the value: deep nesting would overflow the stack further on.
-  if (jsonDepthExceeds(raw)) fail('$', `nests objects/arrays deeper than ${MAX_JSON_DEPTH} levels`);
+  // A text too short to nest that deep (most messages) needs no walk.
+  if (mayNestDeeperThan(text) && jsonDepthExceeds(raw)) fail('$', `nests objects/arrays deeper than ${MAX_JSON_DEPTH} levels`);
   return parseInboundMessage(raw);
 }

@@ -10,10 +10,12 @@ import { readRecentIds, recentIdKey, recentIdLine, writeRecentIds, type RecentId
 export const DUPLICATE_WINDOW_MS = 5 * 60_000;
 
 /**
- * Most ids one session remembers. Every id of the window is kept up to this bound (over three
- * messages a second to ONE session for five minutes); it bounds the entry's size.
+ * Most ids one session remembers: every id of the window up to this bound (over 160 messages a
+ * second to ONE session for five minutes); it bounds the entry's size. At 1024 a resend of a
+ * larger batch was recorded twice in full: each resent id, no longer remembered, was recorded
+ * again and pushed out the next one before it came.
  */
-export const RECENT_IDS_CAP = 1024;
+export const RECENT_IDS_CAP = 50_000;
 
 /** The entry field this module owns: the stored string, or the pairs of an older version. */
 type HasRecentIds = { recentMessageIds?: unknown };
@@ -26,6 +28,8 @@ interface Memory {
   /** Oldest first; ids before `head` have left (lazily compacted). */
   order: RecentId[];
   head: number;
+  /** Characters at the start of `text` that are lines of ids which have left (cut lazily too). */
+  deadChars: number;
   /** messageId → when it was last recorded. */
   times: Map<string, number>;
   /** The key this copy is filed under in `byText`, if it is. */
@@ -79,7 +83,7 @@ function memoryOf(entry: object): Memory {
   // The string is cut at its start by line lengths, so only a canonical one is kept as it is (a
   // hand-edited one with stray lines is rewritten on the next change).
   const text = typeof stored === 'string' && writeRecentIds(order) === stored ? stored : null;
-  const memory: Memory = { stored, text, order, head: 0, times, filedAs: null };
+  const memory: Memory = { stored, text, order, head: 0, deadChars: 0, times, filedAs: null };
   memories.set(entry, memory);
   return memory;
 }
@@ -107,16 +111,26 @@ export function rememberMessageId(entry: object, messageId: string, now: number)
   const id = recentIdKey(messageId);
   const memory = memoryOf(entry);
   const { order, times } = memory;
-  let text = memory.text ?? writeRecentIds(order.slice(memory.head));
-  let cut = 0;
+  let text = memory.text;
+  if (text === null) {
+    text = writeRecentIds(order.slice(memory.head));
+    memory.deadChars = 0;
+  }
   while (memory.head < order.length && (Math.abs(now - order[memory.head]!.at) >= DUPLICATE_WINDOW_MS || order.length - memory.head + 1 > RECENT_IDS_CAP)) {
     const gone = order[memory.head]!;
     // An id recorded again later keeps that (later) time.
     if (times.get(gone.id) === gone.at) times.delete(gone.id);
-    cut += recentIdLine(gone.id, gone.at).length + 1;
+    memory.deadChars += recentIdLine(gone.id, gone.at).length + 1;
     memory.head += 1;
   }
-  if (cut > 0) text = text.slice(cut);
+  // The lines of ids that left are cut off the front only once they are half the text: cutting
+  // at every message copied the whole string each time (quadratic for a session kept at the cap).
+  // Until then they stay in the stored string, where a reader takes an expired one for what it
+  // is (checks compare its time with the window) and a live one past the cap for a remembered id.
+  if (memory.deadChars > 0 && memory.deadChars * 2 >= text.length) {
+    text = text.slice(Math.min(memory.deadChars, text.length));
+    memory.deadChars = 0;
+  }
   if (memory.head > 64 && memory.head * 2 > order.length) {
     order.splice(0, memory.head);
     memory.head = 0;

@@ -141,20 +141,30 @@ test('SIGKILL loop over ingest of a file, resending what was not acknowledged: 0
   await crashLoop(true, 'file');
 });
 
-test('a resent batch of 40 messageIds is 40 duplicates (the duplicate memory is not capped at 32)', async () => {
+/** Sends `count` messages with ids to one session, then all of them again: the second time every one is a duplicate. */
+async function resendAll(count: number): Promise<void> {
   const stateDir = tempDir();
-  const lines = Array.from({ length: 40 }, (_, i) =>
+  const lines = Array.from({ length: count }, (_, i) =>
     JSON.stringify({ channel: 'telegram', peer: { kind: 'direct', id: 'alice' }, text: `hello ${i}`, messageId: `m-${i}` }),
   ).join('\n');
   const first = await runCli(['ingest', '--state-dir', stateDir], { input: `${lines}\n` });
   assert.equal(first.code, 0, first.stderr);
-  assert.deepEqual(jsonLines(first.stdout).map((e) => e.disposition), Array(40).fill('recorded'));
+  assert.deepEqual(jsonLines(first.stdout).map((e) => e.disposition), Array(count).fill('recorded'));
   const again = await runCli(['ingest', '--state-dir', stateDir], { input: `${lines}\n` });
   assert.equal(again.code, 0, again.stderr);
-  assert.deepEqual(jsonLines(again.stdout).map((e) => e.disposition), Array(40).fill('duplicate'));
+  const dispositions = jsonLines(again.stdout).map((e) => e.disposition);
+  assert.equal(dispositions.filter((d) => d === 'duplicate').length, count, `${dispositions.filter((d) => d !== 'duplicate').length} of ${count} resent ids were not duplicates`);
   const counts = recordedCounts(stateDir);
-  assert.equal(counts.size, 40);
+  assert.equal(counts.size, count);
   assert.ok([...counts.values()].every((n) => n === 1));
+}
+
+test('a resent batch of 40 messageIds is 40 duplicates (the duplicate memory is not capped at 32)', async () => {
+  await resendAll(40);
+});
+
+test('a resent batch of 3 000 messageIds to one session is 3 000 duplicates (once, past 1 024, every one was recorded again)', async () => {
+  await resendAll(3_000);
 });
 
 test('poison lines (a thread id that is no Unicode or names too long a file) fail alone; every good line of the batch is stored', async () => {

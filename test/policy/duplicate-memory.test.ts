@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RECENT_ID_MAX_CHARS, readRecentIds, withoutRecentIds } from '../../src/core/index.js';
+import { RECENT_ID_MAX_CHARS, readRecentIds, withoutRecentIds, writeRecentIds } from '../../src/core/index.js';
 import { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, forgetMessageId, messageIdSeenAt } from '../../src/policy/index.js';
 import { rememberMessageId } from '../../src/policy/duplicate-memory.js';
 
@@ -35,29 +35,47 @@ test('pairs written by earlier versions are read, and rewritten as the string on
   assert.equal(entry.recentMessageIds, '1000 old-1\n1500 old-2\n2000 new');
 });
 
-test('ids that left the five-minute window are cut from the front when the next id is remembered', () => {
+test('ids that left the five-minute window are forgotten; their lines are cut from the front once they are half the string', () => {
   const entry: Entry = {};
   rememberMessageId(entry, 'early', 0);
   rememberMessageId(entry, 'again', 1);
   rememberMessageId(entry, 'later', DUPLICATE_WINDOW_MS - 1);
   // Recorded once more after its window: the new time is the one that counts.
   rememberMessageId(entry, 'again', DUPLICATE_WINDOW_MS + 1);
-  assert.equal(entry.recentMessageIds, `${DUPLICATE_WINDOW_MS - 1} later\n${DUPLICATE_WINDOW_MS + 1} again`);
   assert.equal(messageIdSeenAt(entry, 'early'), undefined);
   assert.equal(messageIdSeenAt(entry, 'again'), DUPLICATE_WINDOW_MS + 1);
-  assert.equal(messageIdSeenAt({ recentMessageIds: entry.recentMessageIds }, 'again'), DUPLICATE_WINDOW_MS + 1);
   assert.equal(messageIdSeenAt(entry, 'later'), DUPLICATE_WINDOW_MS - 1);
+  // A fresh reader (another process) finds the live ids at their times; an expired line still in
+  // the string carries its old time, which the planner compares with the window.
+  const reread: Entry = { recentMessageIds: entry.recentMessageIds };
+  assert.equal(messageIdSeenAt(reread, 'again'), DUPLICATE_WINDOW_MS + 1);
+  assert.equal(messageIdSeenAt(reread, 'later'), DUPLICATE_WINDOW_MS - 1);
+  assert.ok([undefined, 0].includes(messageIdSeenAt(reread, 'early')));
+  // The expired lines go once they are half the text.
+  for (let i = 0; i < 4; i++) rememberMessageId(entry, `n${i}`, DUPLICATE_WINDOW_MS + 2 + i);
+  assert.ok(!(entry.recentMessageIds as string).includes('early'), String(entry.recentMessageIds));
+  assert.deepEqual(readRecentIds(entry.recentMessageIds).map(({ id }) => id), ['later', 'again', 'n0', 'n1', 'n2', 'n3']);
 });
 
-test(`at ${RECENT_IDS_CAP} ids the oldest goes`, () => {
+test(`at ${RECENT_IDS_CAP} ids the oldest goes, and the stored string never holds twice that`, () => {
   const entry: Entry = {};
   for (let i = 0; i < RECENT_IDS_CAP + 5; i++) rememberMessageId(entry, `m${i}`, 1000 + i);
-  const kept = readRecentIds(entry.recentMessageIds);
-  assert.equal(kept.length, RECENT_IDS_CAP);
-  assert.equal(kept[0]!.id, 'm5');
   assert.equal(messageIdSeenAt(entry, 'm4'), undefined);
   assert.equal(messageIdSeenAt(entry, 'm5'), 1005);
-  assert.equal(messageIdSeenAt({ recentMessageIds: entry.recentMessageIds }, `m${RECENT_IDS_CAP + 4}`), 1000 + RECENT_IDS_CAP + 4);
+  const reread: Entry = { recentMessageIds: entry.recentMessageIds };
+  for (const i of [5, 1000, RECENT_IDS_CAP + 4]) assert.equal(messageIdSeenAt(reread, `m${i}`), 1000 + i);
+  const last = 3 * RECENT_IDS_CAP;
+  for (let i = RECENT_IDS_CAP + 5; i < last; i++) {
+    rememberMessageId(entry, `m${i}`, 1000 + i);
+    if (i % 9973 !== 0) continue;
+    // Lines of ids that left stay at the front until they are half the string, no longer.
+    const live = Array.from({ length: RECENT_IDS_CAP }, (_, k) => ({ id: `m${i - RECENT_IDS_CAP + 1 + k}`, at: 1000 + i - RECENT_IDS_CAP + 1 + k }));
+    const stored = entry.recentMessageIds as string;
+    assert.ok(stored.endsWith(writeRecentIds(live)), `the live ids at ${i}`);
+    assert.ok(stored.length <= 2 * writeRecentIds(live).length + 32, `${stored.length} characters stored at ${i}`);
+  }
+  assert.equal(messageIdSeenAt(entry, `m${last - RECENT_IDS_CAP - 1}`), undefined);
+  assert.equal(messageIdSeenAt(entry, `m${last - RECENT_IDS_CAP}`), 1000 + last - RECENT_IDS_CAP);
 });
 
 test('a forgotten id is no duplicate any more; the others stay', () => {
