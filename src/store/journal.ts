@@ -10,11 +10,12 @@
 // message that never reached the disk is recorded, not answered "duplicate".
 
 import { createHash } from 'node:crypto';
-import { closeSync, constants as fsConstants, fstatSync, fsync, lstatSync, openSync, readFileSync, truncateSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, fsync, ftruncateSync, lstatSync, openSync, readFileSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { errnoOf, ioError, withoutRecentIds } from '../core/index.js';
+import { SwitchboardError, errnoOf, ioError, withoutRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { resolveInside } from './paths.js';
+import { openRegularDescriptor } from './regular-file.js';
 import type { SessionEntry, SessionStore } from './session-entry.js';
 import { readTranscript } from './transcript-read.js';
 
@@ -69,9 +70,14 @@ export function entryTextHash(text: string): string {
   return createHash('sha256').update(text).digest('base64url');
 }
 
-const WRITE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW;
+const WRITE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC;
 
-/** Writes and fsyncs the journal before any record of the batch is appended. */
+/**
+ * Writes and fsyncs the journal before any record of the batch is appended. Opened like every
+ * store file (openRegularDescriptor: no link followed, no FIFO waited on — a FIFO put in its place
+ * made a plain open wait forever for a reader, with the store lock held): a journal that is not
+ * a regular file is STORE_CORRUPT, which doctor reports and --repair removes.
+ */
 export async function writeJournal(storePath: string, sessions: JournalSession[], now: number): Promise<void> {
   if (sessions.length === 0 || isInMemory(storePath)) return;
   const file = journalPathFor(storePath);
@@ -79,16 +85,17 @@ export async function writeJournal(storePath: string, sessions: JournalSession[]
   // Synchronous but for the fsyncs (see nodeStoreFileSystem in store-fs.ts for why).
   const existed = lstatOrNull(file) !== null;
   try {
-    const fd = openSync(file, WRITE_FLAGS, 0o600);
+    const journal = openRegularDescriptor(file, WRITE_FLAGS, 0o600);
     try {
-      writeAll(fd, Buffer.from(`${JSON.stringify(body)}\n`, 'utf8'));
-      await fsyncFd(fd);
+      writeAll(journal.fd, Buffer.from(`${JSON.stringify(body)}\n`, 'utf8'));
+      await fsyncFd(journal.fd);
     } finally {
-      closeSync(fd);
+      closeSync(journal.fd);
     }
     // A new name must be durable before the records it describes are.
     if (!existed) await fsyncDir(path.dirname(file));
   } catch (err) {
+    if (err instanceof SwitchboardError) throw err;
     throw ioError(`could not write the journal ${file}`, err);
   }
 }
@@ -117,9 +124,16 @@ function lstatOrNull(file: string): Stats | null {
 export async function clearJournal(storePath: string): Promise<void> {
   if (isInMemory(storePath)) return;
   try {
-    truncateSync(journalPathFor(storePath), 0);
+    // Through a descriptor opened without following a link: truncate(path) would empty the file
+    // a link put in the journal's place points at.
+    const journal = openRegularDescriptor(journalPathFor(storePath), fsConstants.O_WRONLY);
+    try {
+      ftruncateSync(journal.fd, 0);
+    } finally {
+      closeSync(journal.fd);
+    }
   } catch {
-    // Missing, or not truncatable: recovery's hash rule makes a stale journal harmless.
+    // Missing, not a regular file, or not truncatable: recovery's hash rule makes a stale journal harmless.
   }
 }
 

@@ -2,11 +2,11 @@
 // fencing, verification against owner.json and release; and the 'exit' hook that removes this
 // process's locks. lock.ts creates holdings (withLock); removal and judging are lock-owner.ts's.
 
-import { readFileSync, rmdirSync, unlinkSync } from 'node:fs';
+import { rmdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
-import { OWNER_FILE, formatMs, heldLocks, now, parseOwnerRecord, removeLockIfOwned, type LockOwnerRecord, type OwnHolding } from './lock-owner.js';
+import { OWNER_FILE, formatMs, heldLocks, now, parseOwnerRecord, readOwnerText, removeLockIfOwned, type LockOwnerRecord, type OwnHolding } from './lock-owner.js';
 
 export type BusyCode = 'SESSION_BUSY' | 'STORE_BUSY';
 
@@ -129,11 +129,12 @@ export class HeldLock implements OwnHolding {
     if (this.inMemory) return;
     let onDisk: LockOwnerRecord | null;
     try {
-      onDisk = parseOwnerRecord(readFileSync(path.join(this.lockPath, OWNER_FILE), 'utf8'));
+      onDisk = parseOwnerRecord(readOwnerText(this.lockPath));
     } catch (err) {
       const code = errnoOf(err);
-      // a failing disk is not proof that someone else holds the lock: report it as such
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw ioError(`could not verify lock ${this.lockPath}`, err);
+      // a failing disk is not proof that someone else holds the lock: report it as such (but a
+      // record that is no regular file, or a link, is not ours)
+      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ENOTREG' && code !== 'ELOOP') throw ioError(`could not verify lock ${this.lockPath}`, err);
       onDisk = null;
     }
     this.assertHeld(); // the state may have changed while we read
@@ -237,7 +238,7 @@ function removeHeldLocksSync(): void {
     if (held.inMemory) continue;
     try {
       const ownerFile = path.join(held.lockPath, OWNER_FILE);
-      const record = parseOwnerRecord(readFileSync(ownerFile, 'utf8'));
+      const record = parseOwnerRecord(readOwnerText(held.lockPath));
       if (record?.lockId !== held.owner.lockId) continue;
       unlinkSync(ownerFile);
       rmdirSync(held.lockPath);

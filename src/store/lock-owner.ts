@@ -52,11 +52,12 @@
 // clock: ages are compared with file mtimes and with other processes' records.
 
 import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { errnoOf, ioError, systemClock } from '../core/index.js';
+import { STORE_OPEN_FLAGS } from './regular-file.js';
 
 export const DEFAULT_STALE_MS = 10_000;
 export const OWNER_FILE = 'owner.json';
@@ -218,10 +219,26 @@ export function parseOwnerRecord(text: string): LockOwnerRecord | null {
   }
 }
 
+/**
+ * The text of a lock's owner record, read like every store file: no link followed, no FIFO waited
+ * on (a plain read of a FIFO put there by hand blocked until someone wrote into it — with the
+ * store lock's waiters, `locks` and `doctor` all stuck behind it). Not a regular file: ENOTREG.
+ */
+export function readOwnerText(lockPath: string): string {
+  const file = path.join(lockPath, OWNER_FILE);
+  const fd = openSync(file, fsConstants.O_RDONLY | STORE_OPEN_FLAGS);
+  try {
+    if (!fstatSync(fd).isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'ENOTREG' });
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The owner record of a lock directory, or null when there is none (yet) or it is unreadable. */
 export async function readLockOwner(lockPath: string): Promise<LockOwnerRecord | null> {
   try {
-    return parseOwnerRecord(readFileSync(path.join(lockPath, OWNER_FILE), 'utf8'));
+    return parseOwnerRecord(readOwnerText(lockPath));
   } catch {
     return null;
   }

@@ -100,7 +100,8 @@ export class DescriptorFile {
    * kind with it): callers that would fstat right after opening use it instead of a second call.
    */
   constructor(
-    private readonly fd: number,
+    /** For callers that write with plain fd calls (the journal); the methods below are the usual way. */
+    readonly fd: number,
     readonly openedAs: Stats,
   ) {}
 

@@ -255,6 +255,83 @@ describe('links and FIFOs in place of store files', { concurrency: 2 }, () => {
   });
 });
 
+describe('the journal and the locks as links and FIFOs', { concurrency: 2 }, () => {
+  for (const kind of ['fifo', 'symlink'] as const) {
+    test(`sessions.json.journal as a ${kind}: STORE_CORRUPT at once (no wait, nothing written through); doctor --repair removes it`, async () => {
+      const s = await seeded(['a', 'b']);
+      const journal = `${s.storePath}.journal`;
+      fs.rmSync(journal, { force: true });
+      const target = path.join(s.outside, 'journal-target');
+      fs.writeFileSync(target, 'outside bytes\n');
+      if (kind === 'fifo') mkfifo(journal);
+      else fs.symlinkSync(target, journal);
+      const outsideBefore = snapshot(s.outside);
+
+      const refused = await ingest(s, [say('a', 'journal?'), say('c', 'new session')]);
+      assert.equal(refused.code, 65, refused.stderr);
+      assert.deepEqual(refused.events.map((e) => [e.type, e.code]), [['error', 'STORE_CORRUPT'], ['error', 'STORE_CORRUPT']]);
+      assert.deepEqual(snapshot(s.outside), outsideBefore, 'nothing outside the state dir changed');
+
+      const checked = await doctor(s);
+      assert.ok(kindsAndFiles(checked.report).includes('not-regular-file sessions.json.journal'), kindsAndFiles(checked.report).join(', '));
+      const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+      assert.equal(repaired.code, 0, JSON.stringify(problemsOf(repaired.report)));
+      const after = await ingest(s, [say('a', 'journal is a file again')]);
+      assert.equal(after.code, 0, after.stderr);
+      assert.ok(isRegular(journal));
+      assert.deepEqual(snapshot(s.outside), outsideBefore);
+    });
+
+    test(`sessions.json.lock as a ${kind}: STORE_CORRUPT at once, never waited on or followed; doctor reports it and --repair removes it`, async () => {
+      const s = await seeded(['a']);
+      const lock = `${s.storePath}.lock`;
+      const target = path.join(s.outside, 'lock-target');
+      fs.mkdirSync(target);
+      if (kind === 'fifo') mkfifo(lock);
+      else fs.symlinkSync(target, lock);
+      const outsideBefore = snapshot(s.outside);
+
+      const refused = await ingest(s, [say('a', 'locked out?')]);
+      assert.equal(refused.code, 65, refused.stderr);
+      assert.deepEqual(refused.events.map((e) => [e.type, e.code]), [['error', 'STORE_CORRUPT']]);
+      const reset = await cli(s, 'reset', keyOf('a'), '--json');
+      assert.equal(reset.code, 65, reset.stderr);
+      assert.equal(errorOf(reset).code, 'STORE_CORRUPT');
+
+      const checked = await doctor(s);
+      assert.ok(kindsAndFiles(checked.report).includes('not-regular-file sessions.json.lock'), kindsAndFiles(checked.report).join(', '));
+      const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+      assert.equal(repaired.code, 0, JSON.stringify(problemsOf(repaired.report)));
+      assert.equal(fs.existsSync(lock), false);
+      const after = await ingest(s, [say('a', 'unlocked')]);
+      assert.equal(after.code, 0, after.stderr);
+      assert.deepEqual(snapshot(s.outside), outsideBefore, 'nothing outside the state dir changed');
+      assert.deepEqual(fs.readdirSync(target), [], 'nothing was written into the folder the link pointed at');
+    });
+  }
+
+  test('a FIFO as the owner record of a lock: nobody waits on it; writers give up with a busy error, locks and doctor answer', async () => {
+    const s = await seeded(['a', 'b']);
+    writeJson(s.config, { session: { dmScope: 'per-peer', writeLock: { acquireTimeoutMs: 1_000 } } });
+    const transcript = path.join(s.dir, readStore(s)[keyOf('b')].sessionFile);
+    for (const lock of [`${s.storePath}.lock`, `${transcript}.lock`]) {
+      fs.mkdirSync(lock);
+      mkfifo(path.join(lock, 'owner.json'));
+    }
+    const busy = await ingest(s, [say('a', 'store lock held by a pipe?')]);
+    assert.equal(busy.code, 75, busy.stderr);
+    assert.deepEqual(busy.events.map((e) => [e.type, e.code]), [['error', 'STORE_BUSY']]);
+    const locks = await cli(s, 'locks', '--json');
+    assert.equal(locks.code, 0, locks.stderr);
+    assert.equal(jsonLines(locks.stdout).length > 0, true, locks.stdout);
+    await doctor(s); // answers (a report is printed) instead of waiting on the pipe
+
+    fs.rmSync(`${s.storePath}.lock`, { recursive: true });
+    const sessionBusy = await ingest(s, [say('b', 'session lock held by a pipe?'), say('a', 'free session')]);
+    assert.deepEqual(sessionBusy.events.map((e) => e.code ?? e.disposition), ['SESSION_BUSY', 'recorded'], sessionBusy.stderr);
+  });
+});
+
 describe('entries of the wrong shape', () => {
   test('a bad entry is STORE_CORRUPT for that entry only: never a crash, never a write into the wrong file', async () => {
     const peers = ['a', 'b', 'c', 'd', 'e', 'f'];

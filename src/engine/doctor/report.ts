@@ -35,7 +35,7 @@ export type DoctorProblemKind =
   | 'temp-file'
   /** sessions.json.journal names records of a batch whose writer died before sessions.json was written. */
   | 'journal-pending'
-  /** A symlink, FIFO, socket, device or folder where a store file belongs (never followed or opened). */
+  /** A symlink, FIFO, socket, device or folder where a store file belongs, or anything but a folder at a lock's name (never followed or opened). */
   | 'not-regular-file'
   /** An entry of the wrong shape (sessionFile, sessionId, timestamps…): unusable, STORE_CORRUPT for that session. */
   | 'invalid-entry'
