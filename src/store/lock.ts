@@ -14,7 +14,7 @@ import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
 import { HeldLock, KEEP_DIRECTORY_FS, type BusyCode, type LockHandle } from './lock-held.js';
 import { isInMemory } from './memory-volume.js';
-import { describeFileKind, fileKindOf, type FileKind } from './regular-file.js';
+import { describeFileKind, lstatKindSync, type FileKind } from './regular-file.js';
 import {
   DEFAULT_STALE_MS,
   LOCK_SUFFIX,
@@ -286,7 +286,7 @@ async function acquireFileLock(
       const code = errnoOf(err);
       // A lock is a folder: a link, FIFO or file in its place (put there by hand) is no holder to
       // wait for or to take over, and no error to retry.
-      const kind = kindAt(lockPath);
+      const kind = lstatKindSync(lockPath);
       if (kind !== null && kind !== 'directory') throw notALockFolder(lockPath, kind);
       if (code === 'ELOCKED' || code === 'ENOTEMPTY' || code === 'EEXIST') {
         // ENOTEMPTY: proper-lockfile judged the lock stale but could not rmdir it (owner record)
@@ -373,15 +373,6 @@ async function lockOnce(
 
 // ---------------------------------------------------------------------------------------------
 // Errors
-
-function kindAt(file: string): FileKind | null {
-  try {
-    const stats = lstatSync(file, { throwIfNoEntry: false });
-    return stats === undefined ? null : fileKindOf(stats);
-  } catch {
-    return null;
-  }
-}
 
 function notALockFolder(lockPath: string, kind: FileKind): SwitchboardError {
   return new SwitchboardError('STORE_CORRUPT', `${lockPath} is ${describeFileKind(kind)}, not a lock folder; switchboard never follows links or waits on pipes in its store`, {

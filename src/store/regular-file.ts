@@ -170,9 +170,11 @@ export function openRegularDescriptor(file: string, flags: number, mode?: number
   return new DescriptorFile(fd, openedAs);
 }
 
-function lstatKindSync(file: string): FileKind | null {
+/** lstatKind() for synchronous callers; null also when the answer cannot be had. */
+export function lstatKindSync(file: string): FileKind | null {
   try {
-    return fileKindOf(lstatSync(file));
+    const stats = lstatSync(file, { throwIfNoEntry: false });
+    return stats === undefined ? null : fileKindOf(stats);
   } catch {
     return null;
   }
