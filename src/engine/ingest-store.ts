@@ -8,6 +8,7 @@ import { SwitchboardError, inPool, isSwitchboardError, systemClock } from '../co
 import { forgetMessageId } from '../policy/index.js';
 import {
   archiveFile,
+  asStoredEntry,
   checkSessionEntry,
   entryTextHash,
   findInstanceTranscript,
@@ -15,7 +16,6 @@ import {
   withLock,
   type JournalSession,
   type NewTranscriptEntry,
-  type SessionEntry,
   type SessionStore,
   type StoreLocation,
   type StoreTransaction,
@@ -120,7 +120,7 @@ interface Round {
 
 function restoreKey(store: SessionStore, key: string, snapshot: Snapshot): void {
   if (snapshot.text === undefined) delete store[key];
-  else store[key] = JSON.parse(snapshot.text) as SessionEntry;
+  else store[key] = asStoredEntry(JSON.parse(snapshot.text));
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import { systemClock, toSwitchboardError } from '../core/index.js';
 
-import { readSessionStore, type SessionStore } from '../store/index.js';
+import { readSessionStore, sessionEntryProblem, type SessionStore } from '../store/index.js';
 
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { learnLiveness, ownerAlive, queueOf, runAlive, runnerFor, sessionRefKey, type Liveness, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
@@ -276,7 +276,8 @@ export async function resumeOrphanedQueues(ctx: EngineContext): Promise<number> 
     for (const [key, value] of Object.entries(store)) {
       const entry = value as QueuedEntry;
       const owed = (Array.isArray(entry.outbox) && entry.outbox.length > 0) || (Array.isArray(entry.cancelledItems) && entry.cancelledItems.length > 0);
-      if (entry.activeRun || queueOf(entry).length > 0 || entry.pendingReset || owed) candidates.push([key, entry]);
+      // An entry of the wrong shape is never drained: nothing it names can be trusted.
+      if ((entry.activeRun || queueOf(entry).length > 0 || entry.pendingReset || owed) && sessionEntryProblem(entry, location.sessionsDir) === null) candidates.push([key, entry]);
     }
     if (candidates.length === 0) continue;
     const liveness: Liveness = new Map();

@@ -142,7 +142,8 @@ function rowOf({ location, incognito, key, entry, updatedAt }: Candidate, now: n
   const row: SessionRow = {
     agentId: location.agentId,
     key,
-    sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : String(entry.sessionId),
+    // A row with no sessionId at all (one that is not even an object) shows none.
+    sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : entry.sessionId === undefined ? '' : String(entry.sessionId),
     kind: kindOf(key),
     chatType: typeof entry.chatType === 'string' ? entry.chatType : null,
     updatedAt,

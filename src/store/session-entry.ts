@@ -74,8 +74,46 @@ export interface SessionEntry {
   [extra: string]: unknown;
 }
 
-/** sessions.json: sessionKey → SessionEntry. */
+/**
+ * sessions.json: sessionKey → SessionEntry. A value that is not an object is held as a
+ * NotAnObjectEntry (below): typed as an entry, it is one of the wrong shape, like any other.
+ */
 export type SessionStore = Record<string, SessionEntry>;
+
+
+// ---------------------------------------------------------------------------------------------
+// Entries that are not objects
+
+const RAW_VALUE = Symbol('the value in sessions.json');
+
+/**
+ * Stands in for a sessions.json entry that is not a JSON object (null, a list, a string, a
+ * number, a boolean). The parser puts it in the entry's place, so that every reader finds an
+ * object without the fields it needs — an entry of the wrong shape, which sessionEntryProblem()
+ * reports and every command already handles per entry — instead of a value that throws on the
+ * first property read or is taken for "no entry" and overwritten. Serialised, it is the value it
+ * replaced (toJSON), so other sessions' writes keep it as it was, and a change made to it by
+ * mistake never reaches the file.
+ */
+class NotAnObjectEntry {
+  declare readonly [RAW_VALUE]: unknown;
+  constructor(value: unknown) {
+    Object.defineProperty(this, RAW_VALUE, { value });
+  }
+  toJSON(): unknown {
+    return this[RAW_VALUE];
+  }
+}
+
+/** An object as it is; anything else wrapped (see NotAnObjectEntry). */
+export function asStoredEntry(value: unknown): SessionEntry {
+  return (isObject(value) ? value : new NotAnObjectEntry(value)) as SessionEntry;
+}
+
+/** Whether the entry stands for a value that is not an object. */
+export function isNotAnObject(entry: unknown): boolean {
+  return entry instanceof NotAnObjectEntry;
+}
 
 
 // ---------------------------------------------------------------------------------------------
@@ -220,6 +258,7 @@ function nonFinitePath(value: unknown): string | null {
  * writes those) must name a file in it.
  */
 export function sessionEntryProblem(entry: unknown, sessionsDir: string): SessionEntryProblem | null {
+  if (entry instanceof NotAnObjectEntry) return { field: '', reason: `the entry is ${describeValue(entry[RAW_VALUE])}, not an object` };
   if (!isObject(entry)) return { field: '', reason: `the entry is ${describeValue(entry)}, not an object` };
   const row = entry as Record<string, unknown>;
   const sessionId = row.sessionId;

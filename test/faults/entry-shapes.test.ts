@@ -7,8 +7,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
+import { connectClient } from '../../src/server/index.js';
 import { jsonLines, runCli, tempDir, writeJson, type CliResult } from '../helpers.js';
+import { startServe, stopAllServers } from '../serve-process.js';
+
+after(stopAllServers);
 
 interface State {
   state: string;
@@ -104,10 +108,137 @@ describe('fields the code walks', () => {
     }
     assert.deepEqual(recordedIds(s, files.ok!), ['ok-0', 'ok-1']);
 
+    // Listings and maintenance read past them (a queue of [null, 5] is nobody's queue).
+    for (const args of [['queue', '--json'], ['sessions', '--json'], ['maintain', '--json'], ['sessions', 'cleanup', '--enforce', '--fix-missing', '--json']]) {
+      const used = await cli(s, ...args);
+      assert.equal(used.code, 0, `${args.join(' ')}: ${used.stderr}`);
+    }
+    for (const p of bad) assert.ok(Object.hasOwn(readStore(s), keyOf(p)), `${p}: maintenance left it`);
+
     // What the rewrite made of the infinite time is still refused; doctor names every one.
     const again = await ingest(s, [say('f', 'once more', 'f-2')]);
     assert.deepEqual(linesOf(again.events), ['1 STORE_CORRUPT']);
     const checked = await doctor(s);
     assert.deepEqual(checked.problems.filter((p) => p.kind === 'invalid-entry').map((p) => p.sessionKey).sort(), bad.map(keyOf).sort());
+  });
+});
+
+describe('entries that are not objects', () => {
+  /** null, a list, a string and a number in place of four entries; `ok` stays healthy. */
+  const NOT_OBJECTS: [string, unknown][] = [
+    ['nul', null],
+    ['arr', [1, 'x']],
+    ['str', 'agent'],
+    ['num', 5],
+  ];
+  const bad = NOT_OBJECTS.map(([p]) => p);
+
+  /** Seeded with the plain config; `config` is what the test's own commands then run with. */
+  async function storeWithNonObjects(config: Record<string, unknown> = {}): Promise<{ s: State; ids: Record<string, string> }> {
+    const s = await seeded([...bad, 'ok', 'other']);
+    writeJson(s.config, { session: { dmScope: 'per-peer' }, ...config });
+    const store = readStore(s);
+    const ids = Object.fromEntries(bad.map((p) => [p, store[keyOf(p)].sessionId as string]));
+    for (const [p, value] of NOT_OBJECTS) store[keyOf(p)] = value;
+    writeStore(s, store);
+    return { s, ids };
+  }
+
+  function assertKept(s: State, when: string): void {
+    const store = readStore(s);
+    for (const [p, value] of NOT_OBJECTS) assert.deepEqual(store[keyOf(p)], value, `${when}: the entry of ${p} is as it was`);
+  }
+
+  test('STORE_CORRUPT only for what is addressed to them: other sessions, listings, maintenance and doctor keep working', async () => {
+    const { s, ids } = await storeWithNonObjects();
+
+    const r = await ingest(s, [...bad.map((p) => say(p, `to ${p}`, `${p}-1`)), say('ok', 'to ok', 'ok-1'), say('fresh', 'new here', 'fresh-1')]);
+    assert.equal(r.code, 65, r.stderr);
+    assert.deepEqual(linesOf(r.events), [...bad.map((_, i) => `${i + 1} STORE_CORRUPT`), '5 recorded', '6 recorded']);
+    assertKept(s, 'after ingest');
+    for (const p of bad) assert.deepEqual(recordedIds(s, `${ids[p]}.jsonl`), [`${p}-0`], `${p}: nothing was recorded for it`);
+    const store = readStore(s);
+    assert.deepEqual(recordedIds(s, store[keyOf('ok')].sessionFile), ['ok-0', 'ok-1']);
+    assert.deepEqual(recordedIds(s, store[keyOf('fresh')].sessionFile), ['fresh-1']);
+
+    // Listings list every row and mark the unusable ones (the same as an entry of the wrong shape).
+    const listed = await cli(s, 'sessions', '--json');
+    assert.equal(listed.code, 0, listed.stderr);
+    const rows = JSON.parse(listed.stdout).sessions as any[];
+    assert.deepEqual(rows.map((row) => row.key).sort(), [...bad, 'ok', 'other', 'fresh'].map(keyOf).sort());
+    for (const row of rows) assert.equal(typeof row.problem === 'string', bad.some((p) => row.key === keyOf(p)), row.key);
+    for (const args of [['sessions'], ['sessions', '--active', '60'], ['queue', '--json'], ['locks', '--json'], ['config', 'validate'], ['sessions', 'history', keyOf('ok'), '--json']]) {
+      const used = await cli(s, ...args);
+      assert.equal(used.code, 0, `${args.join(' ')}: ${used.stderr}`);
+    }
+    for (const peer of ['nul', 'ok']) {
+      const explained = await cli(s, 'route', 'explain', '--json', '--channel', 'telegram', '--peer', `direct:${peer}`);
+      assert.equal(explained.code, 0, `route explain ${peer}: ${explained.stderr}`);
+    }
+
+    // Commands on them: STORE_CORRUPT; on the others: as always.
+    const uses = [['sessions', 'show', '--json'], ['sessions', 'pin', '--json'], ['reset', '--json'], ['sessions', 'transcript', '--json']];
+    for (const [i, p] of bad.entries()) {
+      const args = [...uses[i]!, keyOf(p)];
+      const used = await cli(s, ...args);
+      assert.equal(used.code, 65, `${args.join(' ')}: ${used.stderr}`);
+    }
+    const reset = await cli(s, 'reset', '--json', keyOf('ok'));
+    assert.equal(reset.code, 0, reset.stderr);
+    const pinned = await cli(s, 'sessions', 'pin', keyOf('other'), '--json');
+    assert.equal(pinned.code, 0, pinned.stderr);
+    assertKept(s, 'after reset and pin of others');
+
+    // Maintenance, even told to drop everything it may: they are never removed or rewritten.
+    const maintained = await cli(s, 'maintain', '--json', '--now', '2099-01-01T00:00:00Z');
+    assert.equal(maintained.code, 0, maintained.stderr);
+    const cleanup = await cli(s, 'sessions', 'cleanup', '--enforce', '--fix-missing', '--json', '--now', '2099-01-01T00:00:00Z');
+    assert.equal(cleanup.code, 0, cleanup.stderr);
+    assertKept(s, 'after maintain and cleanup');
+    for (const p of bad) assert.ok(fs.existsSync(path.join(s.dir, `${ids[p]}.jsonl`)), `${p}: its transcript was not archived`);
+
+    // doctor names each; --repair gives each its transcript back (its header names the key).
+    const checked = await doctor(s);
+    assert.equal(checked.code, 65);
+    assert.deepEqual(checked.problems.filter((p) => p.kind === 'check-failed'), []);
+    assert.deepEqual(checked.problems.filter((p) => p.kind === 'invalid-entry').map((p) => p.sessionKey).sort(), bad.map(keyOf).sort());
+    const repaired = await doctor(s, '--repair');
+    assert.deepEqual(repaired.problems.filter((p) => p.repaired !== true), [], JSON.stringify(repaired.problems));
+    const fixed = readStore(s);
+    for (const p of bad) assert.equal(fixed[keyOf(p)].sessionId, ids[p], `${p}: adopted its own transcript again`);
+    const after = await ingest(s, bad.map((p) => say(p, `to ${p} again`, `${p}-2`)));
+    assert.deepEqual(linesOf(after.events), bad.map((_, i) => `${i + 1} recorded`));
+    for (const p of bad) assert.deepEqual(recordedIds(s, `${ids[p]}.jsonl`), [`${p}-0`, `${p}-2`]);
+  });
+
+  test('maintenance on write (enforce) never removes them', async () => {
+    // Seven entries after the write, six allowed: the oldest usable one goes, none of the four.
+    const { s } = await storeWithNonObjects({ session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxEntries: 6 } } });
+    const r = await ingest(s, [say('fresh', 'new here', 'fresh-1')]);
+    assert.equal(r.code, 0, r.stderr);
+    assertKept(s, 'after a write over maxEntries');
+    const keys = Object.keys(readStore(s));
+    assert.equal(keys.length, 6, keys.join(' '));
+    assert.ok(keys.includes(keyOf('fresh')));
+  });
+
+  test('serve (with a runner): the others are ingested and listed, the bad ones fail alone', async () => {
+    const { s } = await storeWithNonObjects({ agents: { defaults: { runner: { command: 'builtin:echo' } } } });
+    const server = await startServe(s.state, ['--config', s.config, '--grace', '100']);
+    const client = await connectClient(server.socketPath);
+    try {
+      const toBad = await client.request<{ events: any[] }>('ingest', { message: say('nul', 'to nul', 'nul-1') });
+      assert.deepEqual(toBad.events.map((e) => e.code), ['STORE_CORRUPT']);
+      const toOk = await client.request<{ events: any[] }>('ingest', { message: say('ok', 'to ok', 'ok-1') });
+      assert.equal(toOk.events[0].type, 'result', JSON.stringify(toOk));
+      const listed = await client.request<{ sessions: any[] }>('sessions.list', {});
+      assert.ok(listed.sessions.some((row) => row.key === keyOf('nul') && typeof row.problem === 'string'), JSON.stringify(listed));
+      await client.request('queue.list', {});
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+    assert.equal(server.stderr.includes('INTERNAL'), false, server.stderr);
+    assertKept(s, 'after serve');
   });
 });

@@ -21,13 +21,17 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
   for (const [key, entry] of Object.entries(store)) {
     const shape = sessionEntryProblem(entry, doc.location.sessionsDir);
     if (shape !== null) {
-      // Every command refuses this row (STORE_CORRUPT for this session); only a person knows the fix.
+      // Every command refuses this row (STORE_CORRUPT for this session); only a person knows the
+      // fix — unless it is not even an object and a transcript names its key: that is adopted.
+      const adopted = doc.plannedAdoptions.has(key);
       doc.problem({
         kind: 'invalid-entry',
         file: doc.location.storePath,
         sessionKey: key,
-        message: `the entry of ${key} cannot be used: ${shape.reason}; fix it by hand, or remove it with \`switchboard sessions delete ${key}\` (a transcript it had is then adopted again by --repair)`,
-        repairable: false,
+        message: adopted
+          ? `the entry of ${key} cannot be used: ${shape.reason}; --repair replaces it with an entry for the transcript whose header names ${key}`
+          : `the entry of ${key} cannot be used: ${shape.reason}; fix it by hand, or remove it with \`switchboard sessions delete ${key}\` (a transcript it had is then adopted again by --repair)`,
+        repairable: adopted,
       });
       continue;
     }

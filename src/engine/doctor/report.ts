@@ -5,7 +5,7 @@ import type { ErrorCode } from '../../core/index.js';
 import type { StoreSelection } from '../session-list.js';
 
 export type DoctorProblemKind =
-  /** sessions.json is empty, truncated, not JSON, has NUL bytes or is not an object of objects. */
+  /** sessions.json is empty, truncated, not JSON, has NUL bytes or its top level is not an object. */
   | 'store-corrupt'
   /** sessions.json is gone although the folder has transcripts or sessions.json.bak. */
   | 'store-missing'
@@ -37,7 +37,7 @@ export type DoctorProblemKind =
   | 'journal-pending'
   /** A symlink, FIFO, socket, device or folder where a store file belongs (never followed or opened). */
   | 'not-regular-file'
-  /** An entry of the wrong shape (sessionFile, sessionId, timestamps…): unusable, STORE_CORRUPT for that session. */
+  /** An entry of the wrong shape (not an object, sessionFile, sessionId, timestamps…): unusable, STORE_CORRUPT for that session. */
   | 'invalid-entry'
   /** The check itself failed (e.g. a permission error); the error says why. */
   | 'check-failed';
