@@ -242,3 +242,72 @@ describe('entries that are not objects', () => {
     assertKept(s, 'after serve');
   });
 });
+
+describe('entries that share a transcript', () => {
+  test('two keys naming one transcript (or one sessionId): STORE_CORRUPT for both, nothing written or archived, a doctor finding naming both', async () => {
+    const s = await seeded(['good', 'bad', 'p', 'q', 'other']);
+    const store = readStore(s);
+    const good = store[keyOf('good')];
+    const badOwnFile = store[keyOf('bad')].sessionFile as string;
+    // bad: the same sessionId and file as good (a copy-paste in sessions.json); q: p's sessionId
+    // with a file name of its own (a thread form of p's transcript).
+    store[keyOf('bad')] = { ...store[keyOf('bad')], sessionId: good.sessionId, sessionFile: good.sessionFile };
+    const pId = store[keyOf('p')].sessionId as string;
+    store[keyOf('q')] = { ...store[keyOf('q')], sessionId: pId, sessionFile: `${pId}-topic-9.jsonl` };
+    // OpenClaw's isolated cron run: its alias key names the job's transcript, as it should.
+    const cron = await ingest(s, [{ channel: 'cron', cron: { jobId: 'digest' }, text: 'run digest', messageId: 'cron-0' }]);
+    assert.equal(cron.code, 0, cron.stderr);
+    const jobKey = 'agent:main:cron:digest';
+    const job = readStore(s)[jobKey];
+    store[jobKey] = job;
+    store[`${jobKey}:run:${job.sessionId}`] = { ...job };
+    writeStore(s, store);
+    const before = readStore(s);
+    const goodBytes = fs.readFileSync(path.join(s.dir, good.sessionFile));
+
+    const r = await ingest(s, [
+      say('bad', 'to bad', 'bad-1'),
+      say('good', 'to good', 'good-1'),
+      say('q', 'to q', 'q-1'),
+      say('p', 'to p', 'p-1'),
+      say('other', 'to other', 'other-1'),
+      { channel: 'telegram', sessionKey: `${jobKey}:run:${job.sessionId}`, text: 'into the run', messageId: 'run-1' },
+    ]);
+    assert.equal(r.code, 65, r.stderr);
+    assert.deepEqual(linesOf(r.events), ['1 STORE_CORRUPT', '2 STORE_CORRUPT', '3 STORE_CORRUPT', '4 STORE_CORRUPT', '5 recorded', '6 recorded']);
+    assert.deepEqual(fs.readFileSync(path.join(s.dir, good.sessionFile)), goodBytes, "nothing was written into good's transcript");
+    assert.deepEqual(recordedIds(s, `${pId}.jsonl`), ['p-0']);
+    assert.ok(!fs.existsSync(path.join(s.dir, `${pId}-topic-9.jsonl`)));
+    assert.deepEqual(recordedIds(s, job.sessionFile), ['cron-0', 'run-1'], 'the cron run alias still writes into its job transcript');
+
+    // Commands that would write or archive their transcript refuse both keys of a pair.
+    for (const args of [['reset', '--json', keyOf('bad')], ['sessions', 'delete', keyOf('bad'), '--json'], ['sessions', 'pin', keyOf('good'), '--json'], ['reset', '--json', keyOf('q')]]) {
+      const used = await cli(s, ...args);
+      assert.equal(used.code, 65, `${args.join(' ')}: ${used.stdout}${used.stderr}`);
+    }
+    const maintained = await cli(s, 'maintain', '--json', '--now', '2099-01-01T00:00:00Z');
+    assert.equal(maintained.code, 0, maintained.stderr);
+    const cleanup = await cli(s, 'sessions', 'cleanup', '--enforce', '--json', '--now', '2099-01-01T00:00:00Z');
+    assert.equal(cleanup.code, 0, cleanup.stderr);
+    const after = readStore(s);
+    for (const p of ['good', 'bad', 'p', 'q']) assert.deepEqual(after[keyOf(p)], before[keyOf(p)], `${p}: left as it was`);
+    assert.deepEqual(fs.readFileSync(path.join(s.dir, good.sessionFile)), goodBytes, "good's transcript is in place, unchanged");
+    assert.ok(fs.existsSync(path.join(s.dir, badOwnFile)), "bad's own old transcript was not archived");
+    assert.deepEqual(fs.readdirSync(s.dir).filter((n) => n.includes('.reset.') || n.includes('.deleted.')).filter((n) => n.startsWith(good.sessionId) || n.startsWith(pId)), []);
+
+    // The listing marks all four; doctor names each pair once, with both keys.
+    const listed = await cli(s, 'sessions', '--json');
+    assert.equal(listed.code, 0, listed.stderr);
+    const marked = (JSON.parse(listed.stdout).sessions as any[]).filter((row) => typeof row.problem === 'string').map((row) => row.key).sort();
+    assert.deepEqual(marked, ['bad', 'good', 'p', 'q'].map(keyOf).sort());
+    const checked = await doctor(s);
+    assert.equal(checked.code, 65);
+    const shared = checked.problems.filter((p) => p.kind === 'shared-transcript').map((p) => [...p.sessionKeys].sort());
+    assert.deepEqual(shared.sort(), [[keyOf('bad'), keyOf('good')].sort(), [keyOf('p'), keyOf('q')].sort()].sort());
+    assert.deepEqual(checked.problems.filter((p) => p.kind === 'check-failed'), []);
+    const repaired = await doctor(s, '--repair');
+    assert.notEqual(repaired.code, 1);
+    assert.deepEqual(fs.readFileSync(path.join(s.dir, good.sessionFile)), goodBytes, 'doctor --repair left the shared transcript alone');
+    assert.ok(fs.existsSync(path.join(s.dir, badOwnFile)), "doctor --repair did not archive bad's own transcript");
+  });
+});

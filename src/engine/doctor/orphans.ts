@@ -6,7 +6,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
-import { archiveFile, isNotAnObject, readSessionStore, updateSessionStore, type SessionEntry } from '../../store/index.js';
+import { archiveFile, isNotAnObject, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
 import { asSwitchboardError, describeError, fsyncFolder, statOrNull } from './files.js';
 import type { DoctorChangeAction, DoctorProblem, RepairOutcome } from './report.js';
 import { entryFromHeader, isNewer, numberOr, type StoreCheck, type UsableHeader } from './store-check.js';
@@ -44,7 +44,14 @@ export async function checkOrphans(doc: StoreCheck): Promise<void> {
   // Per key, the newest instance is the candidate for the entry; the others were replaced.
   const byKey = new Map<string, OrphanPlan[]>();
   for (const plan of plans) if (plan.usable !== null) byKey.set(plan.usable.key, [...(byKey.get(plan.usable.key) ?? []), plan]);
+  const sharing = transcriptSharing(store);
   for (const [key, group] of byKey) {
+    if (sharing.sharedWith(key).length > 0) {
+      // Its key's entry names another key's transcript: this file may well be the one it should
+      // name. Only a person can tell; archiving it now could hide the right answer.
+      for (const plan of group) plan.unusable = `its key's entry shares a transcript with ${sharing.sharedWith(key).join(', ')} (shared-transcript)`;
+      continue;
+    }
     group.sort((a, b) => (isNewer(a.scan, a.usable!, b.scan, b.usable!) ? -1 : 1));
     const entry = Object.hasOwn(store, key) ? store[key] : undefined;
     const [newest, ...older] = group as [OrphanPlan, ...OrphanPlan[]];

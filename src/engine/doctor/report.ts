@@ -39,6 +39,8 @@ export type DoctorProblemKind =
   | 'not-regular-file'
   /** An entry of the wrong shape (not an object, sessionFile, sessionId, timestamps…): unusable, STORE_CORRUPT for that session. */
   | 'invalid-entry'
+  /** Two or more keys name one transcript (sessionId or sessionFile), other than a cron job and its run alias: STORE_CORRUPT for each. */
+  | 'shared-transcript'
   /** The check itself failed (e.g. a permission error); the error says why. */
   | 'check-failed';
 
@@ -52,6 +54,8 @@ export interface DoctorProblem {
   lines?: number[];
   count?: number;
   sessionKey?: string;
+  /** shared-transcript: every key that names the file. */
+  sessionKeys?: string[];
   message: string;
   /** Whether `--repair` can fix it. */
   repairable: boolean;
