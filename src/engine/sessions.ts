@@ -295,7 +295,9 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
     await updateSessionStore(found.location.storePath, (store) => {
       if (Object.hasOwn(store, found.key) && JSON.stringify(store[found.key]) === row) delete store[found.key];
     });
-    return { sessionKey: found.key, sessionId: String(found.entry.sessionId), archivedTo: null };
+    const id = found.entry.sessionId as unknown;
+    // A row that is not even an object has no sessionId to show (as in the listing).
+    return { sessionKey: found.key, sessionId: typeof id === 'string' ? id : id === undefined ? '' : String(id), archivedTo: null };
   }
   const file = transcriptFileOf(found.location, found.entry, found.key);
   return withLock(file, sessionLockOptions(ctx, { sessionKey: found.key }), async () =>

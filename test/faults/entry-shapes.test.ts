@@ -213,13 +213,19 @@ describe('entries that are not objects', () => {
 
   test('maintenance on write (enforce) never removes them', async () => {
     // Seven entries after the write, six allowed: the oldest usable one goes, none of the four.
-    const { s } = await storeWithNonObjects({ session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxEntries: 6 } } });
+    const { s, ids } = await storeWithNonObjects({ session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxEntries: 6 } } });
     const r = await ingest(s, [say('fresh', 'new here', 'fresh-1')]);
     assert.equal(r.code, 0, r.stderr);
     assertKept(s, 'after a write over maxEntries');
     const keys = Object.keys(readStore(s));
     assert.equal(keys.length, 6, keys.join(' '));
     assert.ok(keys.includes(keyOf('fresh')));
+    // A person removes one: the row goes, nothing is archived (it names no file).
+    const deleted = await cli(s, 'sessions', 'delete', keyOf('nul'), '--json');
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.equal(JSON.parse(deleted.stdout).archivedTo, null);
+    assert.ok(!Object.hasOwn(readStore(s), keyOf('nul')));
+    assert.deepEqual(fs.readdirSync(s.dir).filter((n) => n.startsWith(ids.nul!)), [`${ids.nul}.jsonl`]);
   });
 
   test('serve (with a runner): the others are ingested and listed, the bad ones fail alone', async () => {
