@@ -102,7 +102,9 @@ export function renderExplanation(explanation: RouteExplanation, input: RouteInp
   lines.push(paint.bold('session instance'));
   const { session, queue, send } = more;
   const resetText = session.reset.mode === 'none' ? 'none (sessions never expire by time)' : `${session.reset.mode}${session.reset.mode === 'daily' ? ` at ${session.reset.atHour}:00 ${session.reset.timezone ?? 'host time'}` : ''}${session.reset.idleMinutes ? `, idle ${session.reset.idleMinutes} min` : ''} (from ${session.reset.source})`;
-  const instanceRows = session.exists
+  const instanceRows = session.problem !== undefined
+    ? [paint.red(`unusable entry: ${session.problem}; a message to it fails (STORE_CORRUPT) until it is fixed (see \`switchboard doctor\`)`)]
+    : session.exists
     ? [
         `sessionId: ${session.sessionId}`,
         session.fresh ? `fresh: yes${session.nextResetAt ? `, next reset ${formatTime(session.nextResetAt, timeZone)}` : ''}` : paint.yellow(`stale (${session.staleReason}): the next message starts a new instance`),

@@ -31,7 +31,7 @@ import { archiveFile, isInMemory, lockQueueState, setStoreUpkeepProvider, type S
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { busyKeysIn } from './queue.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent, type HeldLocks } from './cleanup-files.js';
-import { buildMaintenanceSnapshot, transcriptNameOf } from './cleanup-snapshot.js';
+import { buildMaintenanceSnapshot, sharedKeysIn, transcriptNameOf } from './cleanup-snapshot.js';
 
 /** How often, per store and process, the write path looks for entries older than pruneAfter. */
 const PRUNE_SCAN_INTERVAL_MS = 60_000;
@@ -202,7 +202,7 @@ async function removeOverCaps(
         transcript: { name, exists: name !== null, bytes: 0 },
       };
     });
-  const protectedKeys: ProtectedKey[] = measured === null ? busyKeysIn(store) : [...measured.protectedKeys];
+  const protectedKeys: ProtectedKey[] = measured === null ? [...busyKeysIn(store), ...sharedKeysIn(store)] : [...measured.protectedKeys];
   const withBudget = measured !== null && settings.maxDiskBytes !== null;
   const limits = {
     ...settings,

@@ -11,6 +11,7 @@ import {
   parseKeptCopyName,
   readSessionStore,
   sessionEntryProblem,
+  transcriptSharing,
   type SessionEntry,
   type SessionStore,
   type StoreLocation,
@@ -59,6 +60,14 @@ export function transcriptNameOf(location: StoreLocation, entry: SessionEntry): 
   } catch {
     return null;
   }
+}
+
+/**
+ * Keys whose entry shares its transcript with another key (not a cron run alias): `unusable`,
+ * never removed — the file they name is another session's too.
+ */
+export function sharedKeysIn(store: SessionStore): ProtectedKey[] {
+  return transcriptSharing(store).groups().flatMap((group) => group.keys.map((key): ProtectedKey => ({ key, reason: 'unusable' })));
 }
 
 function modelOf(entry: SessionEntry): string | null {
@@ -177,6 +186,7 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
   }
   // Running and queued sessions (the durable queue in the entries) are protected like locked ones.
   protectedKeys.push(...(await (options.busyKeys ?? queueBusyKeys)(location)));
+  protectedKeys.push(...sharedKeysIn(store));
 
   // Sorted so that the plan (and its JSON) does not depend on readdir order.
   archives.sort((a, b) => (a.name < b.name ? -1 : 1));

@@ -3,7 +3,7 @@
 
 import { evaluateFreshness, evaluateSendPolicy, planDelivery, resetPolicyFor, resolveQueueSettings, type DeliveryAddress, type DeliveryOwner, type QueueSettings, type ResetPolicy } from '../policy/index.js';
 import { explainRoute, type RouteExplanation, type ResolvedRoute, type RouteInput } from '../routing/index.js';
-import { readSessionStore } from '../store/index.js';
+import { readSessionStore, sessionEntryProblem } from '../store/index.js';
 import { deliveryContextFor } from './addressed.js';
 import { storeFor, type EngineContext } from './context.js';
 import { routeSharedDmWarning } from './shared-dm.js';
@@ -11,6 +11,8 @@ import { routeSharedDmWarning } from './shared-dm.js';
 export interface SessionSection {
   sessionId?: string;
   exists: boolean;
+  /** Only for an entry of the wrong shape: why it cannot be used (a message to it is STORE_CORRUPT). */
+  problem?: string;
   fresh: boolean;
   staleReason?: string;
   nextResetAt?: number;
@@ -42,11 +44,17 @@ export interface DeliverySection {
 export async function explainInstanceAndTime(ctx: EngineContext, route: ResolvedRoute, input: RouteInput): Promise<InstanceAndTime> {
   const location = storeFor(ctx, route.agentId);
   const store = await readSessionStore(location.storePath);
-  const entry = Object.hasOwn(store, route.sessionKey) ? store[route.sessionKey] : undefined;
+  const stored = Object.hasOwn(store, route.sessionKey) ? store[route.sessionKey] : undefined;
+  const problem = stored === undefined ? null : sessionEntryProblem(stored, location.sessionsDir);
+  // An entry of the wrong shape is explained as such; nothing below reads its fields.
+  const entry = problem === null ? stored : undefined;
   const policy = resetPolicyFor(ctx.config.session, route.sessionKey, { channel: input.channel, threadId: input.threadId, peer: input.peer });
   const reset = { mode: policy.mode, atHour: policy.atHour, idleMinutes: policy.idleMinutes, timezone: policy.timezone, source: policy.source };
   let session: SessionSection;
-  if (entry) {
+  if (problem !== null) {
+    session = { exists: true, fresh: false, problem: problem.reason, reset, storePath: location.storePath };
+    if (typeof stored?.sessionId === 'string') session.sessionId = stored.sessionId;
+  } else if (entry) {
     const freshness = evaluateFreshness(entry, policy, ctx.clock.now());
     session = { sessionId: entry.sessionId, exists: true, ...freshness, reset, storePath: location.storePath };
   } else {

@@ -25,6 +25,7 @@ import {
   readSessionStore,
   releaseLock,
   sessionEntryProblem,
+  transcriptSharing,
   type LockInfo,
   type SessionEntry,
   type StoreLocation,
@@ -275,9 +276,11 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
     try {
       const store = await readSessionStore(location.storePath);
       const gone = new Set([...(cronRemovedKeys.get(location.storePath) ?? []), ...(dryRun ? (cleanupRemoved.get(location.storePath) ?? []) : [])]);
+      const sharing = transcriptSharing(store);
       const candidates: ResetCandidate[] = Object.entries(store)
-        // A row of the wrong shape is never rotated here (doctor reports it): its names cannot be trusted.
-        .filter(([key, entry]) => !gone.has(key) && sessionEntryProblem(entry, location.sessionsDir) === null)
+        // A row of the wrong shape is never rotated here (doctor reports it): its names cannot be
+        // trusted. Nor is one that shares its transcript: archiving it would take another's history.
+        .filter(([key, entry]) => !gone.has(key) && sessionEntryProblem(entry, location.sessionsDir) === null && sharing.sharedWith(key).length === 0)
         .map(([key, entry]) => candidateOf(key, entry));
       const due = planDueResets(candidates, ctx.config.session, now);
       resets.due += due.length;

@@ -8,14 +8,16 @@ import { SwitchboardError, inPool, isSwitchboardError, systemClock } from '../co
 import { forgetMessageId } from '../policy/index.js';
 import {
   archiveFile,
+  asStoredEntry,
+  checkNotShared,
   checkSessionEntry,
   entryTextHash,
   findInstanceTranscript,
   transactSessionStore,
+  transcriptSharing,
   withLock,
   type JournalSession,
   type NewTranscriptEntry,
-  type SessionEntry,
   type SessionStore,
   type StoreLocation,
   type StoreTransaction,
@@ -120,7 +122,7 @@ interface Round {
 
 function restoreKey(store: SessionStore, key: string, snapshot: Snapshot): void {
   if (snapshot.text === undefined) delete store[key];
-  else store[key] = JSON.parse(snapshot.text) as SessionEntry;
+  else store[key] = asStoredEntry(JSON.parse(snapshot.text));
 }
 
 /**
@@ -147,8 +149,10 @@ async function planRound(
   const failed = new Map<Addressed, unknown>();
   const now = ctx.clock.now();
   const nowWall = systemClock.now();
-  // Each stored row is shape-checked once per round, not once per message (the hot path).
+  // Each stored row is shape-checked once per round, not once per message (the hot path); which
+  // rows share a transcript is known from one pass over the store as this round read it.
   const checked = new Set<string>();
+  const sharing = transcriptSharing(store);
   for (;;) {
     const effects: BatchEffects = { starts: [], aborts: [], observe: new Map(), drains: new Map() };
     const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait };
@@ -157,7 +161,11 @@ async function planRound(
       if (failed.has(item)) continue;
       try {
         // A hand-edited or foreign row of the wrong shape fails the lines addressed to it (STORE_CORRUPT), not the batch.
-        if (!checked.has(item.sessionKey) && Object.hasOwn(store, item.sessionKey)) checkSessionEntry(location.storePath, item.sessionKey, store[item.sessionKey]);
+        // So is a row that names another key's transcript: its lines would land in that conversation.
+        if (!checked.has(item.sessionKey) && Object.hasOwn(store, item.sessionKey)) {
+          checkSessionEntry(location.storePath, item.sessionKey, store[item.sessionKey]);
+          checkNotShared(location.storePath, store, item.sessionKey, sharing);
+        }
         checked.add(item.sessionKey);
         admitItem(store, item, env);
       } catch (err) {

@@ -8,7 +8,7 @@
 // throws is taken out and the rest re-planned, a busy or failing transcript fails only its session.
 
 import { randomUUID } from 'node:crypto';
-import { EXIT_CODES, SwitchboardError, describeLineError, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
+import { EXIT_CODES, SwitchboardError, describeLineError, isSwitchboardError, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
 import { cronSessionKey, normalizeExplicitSessionKey, parseSessionKey, resolveRoute } from '../routing/index.js';
 import type { StoreLocation } from '../store/index.js';
 import { requesterOf } from './addressed.js';
@@ -59,11 +59,25 @@ function errorEvent(line: number, err: unknown): ErrorEvent {
   return event;
 }
 
+/**
+ * A message's explicit `sessionKey`, normalised. A key that does not normalise is a fault of the
+ * line (BAD_MESSAGE at `sessionKey`, like every other bad field), not of the command's usage
+ * (BAD_INPUT, which the key functions throw for command arguments); NO_OWNER stays a config problem.
+ */
+function explicitKeyOf(ctx: EngineContext, raw: string): string {
+  try {
+    return normalizeExplicitSessionKey(raw, ctx.table.owner);
+  } catch (err) {
+    if (!isSwitchboardError(err, 'BAD_INPUT')) throw err;
+    throw new SwitchboardError('BAD_MESSAGE', `"sessionKey": ${err.message}`, { details: { path: 'sessionKey' } });
+  }
+}
+
 /** Routing or the explicit/cron key families: where this message lives. */
 function address(ctx: EngineContext, line: number, message: InboundMessage): Addressed {
   const runId = message.runId ?? randomUUID();
   if (message.sessionKey !== undefined) {
-    const sessionKey = normalizeExplicitSessionKey(message.sessionKey, ctx.table.owner);
+    const sessionKey = explicitKeyOf(ctx, message.sessionKey);
     const { agentId } = parseSessionKey(sessionKey);
     const known = knownAgentIds(ctx);
     if (!known.includes(agentId)) {

@@ -4,7 +4,7 @@
 import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
-import { isInMemory, readSessionStore, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
+import { checkSessionEntry, isInMemory, readSessionStore, sessionEntryProblem, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import { incognitoStoreFor, knownAgentIds, noCommandAgent, type EngineContext } from './context.js';
 import { userInfo } from 'node:os';
 import type { QueueItem } from '../policy/index.js';
@@ -94,6 +94,16 @@ function sessionFilter(ctx: EngineContext, session: string | undefined): Session
   return { matches: (candidate, entry) => candidate === key || entry.sessionId === wanted, noOwner };
 }
 
+/** Whether the entry holds any queue state at all (most do not: they need no shape check here). */
+function hasQueueState(entry: QueuedEntry): boolean {
+  return entry.queue !== undefined || entry.activeRun !== undefined || entry.queueOwner !== undefined || entry.outbox !== undefined;
+}
+
+/** An entry of the wrong shape (`invalid-entry` for doctor) is never read or changed as a queue. */
+function usable(location: StoreLocation, entry: QueuedEntry): boolean {
+  return sessionEntryProblem(entry, location.sessionsDir) === null;
+}
+
 /** Liveness as listings show it: null for a process on another host (it cannot be checked from here). */
 function listedAlive(hostname: string, known: boolean | undefined): boolean | null {
   return hostname === THIS_PROCESS.hostname ? (known ?? null) : null;
@@ -130,6 +140,8 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
     const store = await readSessionStore(location.storePath);
     const entries = Object.entries(store as Record<string, QueuedEntry>).filter(([key, entry]) => (filter ? filter.matches(key, entry) : true));
     if (entries.length > 0 && filter !== undefined) matched = true;
+    // An entry of the wrong shape has no queue anyone can read or drain (doctor lists it).
+    for (let i = entries.length - 1; i >= 0; i--) if (hasQueueState(entries[i]![1]) && !usable(location, entries[i]![1])) entries.splice(i, 1);
     const liveness: Liveness = new Map();
     const incognito = isInMemory(location.storePath);
     await learnLiveness(ctx, location, entries.filter(([, entry]) => entry.activeRun || entry.queueOwner).map(([, entry]) => entry), liveness);
@@ -169,6 +181,7 @@ export async function showQueued(ctx: EngineContext, runId: string): Promise<Que
     const store = await readSessionStore(location.storePath);
     for (const [key, value] of Object.entries(store)) {
       const entry = value as QueuedEntry;
+      if (queueOf(entry).length === 0 || !usable(location, entry)) continue;
       const index = queueOf(entry).findIndex((item) => item.runId === runId);
       if (index >= 0) return { kind: 'item', item: { ...queueOf(entry)[index], ...itemsOf(location, key, entry)[index] } };
     }
@@ -228,6 +241,7 @@ export async function cancelQueued(ctx: EngineContext, runId: string, request: C
     const cancelled = await updateSessionStore(location.storePath, (store: SessionStore) => {
       for (const [key, value] of Object.entries(store)) {
         const entry = value as QueuedEntry;
+        if (!hasQueueState(entry) || !usable(location, entry)) continue;
         const queue = queueOf(entry);
         const index = queue.findIndex((item) => item.runId === runId);
         if (index < 0) {
@@ -288,6 +302,7 @@ export async function abortSession(ctx: EngineContext, keyOrId: string, request:
   const outcome = await updateSessionStore(found.location.storePath, (store: SessionStore) => {
     const entry = store[found.key] as QueuedEntry | undefined;
     if (!entry) throw new SwitchboardError('NOT_FOUND', `session "${found.key}" was deleted meanwhile`);
+    checkSessionEntry(found.location.storePath, found.key, entry);
     const queue = queueOf(entry);
     const listed = itemsOf(found.location, found.key, entry);
     // Items the active run has leased or claimed go with the run (recorded, or dropped with it).
@@ -320,9 +335,11 @@ export async function dropIncognitoQueues(ctx: EngineContext): Promise<DroppedEv
   if (incognitoRoot === undefined) return [];
   const events: DroppedEvent[] = [];
   for (const agentId of knownAgentIds(ctx)) {
-    const dropped = await updateSessionStore(incognitoStoreFor(incognitoRoot, agentId).storePath, (store: SessionStore) =>
+    const location = incognitoStoreFor(incognitoRoot, agentId);
+    const dropped = await updateSessionStore(location.storePath, (store: SessionStore) =>
       Object.values(store).flatMap((value) => {
         const entry = value as QueuedEntry;
+        if (!hasQueueState(entry) || !usable(location, entry)) return [];
         const waiting = queueOf(entry);
         setQueue(entry, []);
         return waiting.map((item) => droppedEventOf(item, 'shutdown'));

@@ -11,7 +11,9 @@ import {
   readSessionStore,
   sessionEntryProblem,
   storedFileSizeSync,
+  transcriptSharing,
   type SessionEntry,
+  type TranscriptSharing,
   type StoreLocation,
 } from '../store/index.js';
 import { commandAgentId, incognitoStoreFor, knownAgentIds, storeFor, transcriptPathIn, type EngineContext } from './context.js';
@@ -102,6 +104,8 @@ interface Candidate {
   key: string;
   entry: SessionEntry;
   updatedAt: number;
+  /** Which keys of its store share a transcript: built once per store, when a row of it is built. */
+  sharing: () => TranscriptSharing;
 }
 
 /** Rows of the selected stores, newest first; `activeMinutes` keeps rows updated that recently. */
@@ -116,11 +120,13 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
   for (const location of stores) {
     const store = await readSessionStore(location.storePath);
     const incognito = isInMemory(location.storePath);
+    let index: TranscriptSharing | undefined;
+    const sharing = (): TranscriptSharing => (index ??= transcriptSharing(store));
     for (const key of Object.keys(store)) {
       const entry = store[key]!;
       const updatedAt = typeof entry.updatedAt === 'number' && Number.isFinite(entry.updatedAt) ? entry.updatedAt : 0;
       if (maxAgeMs !== undefined && now - updatedAt > maxAgeMs) continue;
-      candidates.push({ location, incognito, key, entry, updatedAt });
+      candidates.push({ location, incognito, key, entry, updatedAt, sharing });
     }
   }
   candidates.sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : 1));
@@ -136,24 +142,27 @@ export async function listSessions(ctx: EngineContext, selection: StoreSelection
 }
 
 /** One listed row. A row of the wrong shape is listed (marked), not skipped and not a crash of the listing. */
-function rowOf({ location, incognito, key, entry, updatedAt }: Candidate, now: number): SessionRow {
-  const problem = sessionEntryProblem(entry, location.sessionsDir);
+function rowOf({ location, incognito, key, entry, updatedAt, sharing }: Candidate, now: number): SessionRow {
+  const shape = sessionEntryProblem(entry, location.sessionsDir);
+  const sharedWith = shape === null ? sharing().sharedWith(key) : [];
+  const problem = shape ?? (sharedWith.length > 0 ? { reason: `it names the same transcript as ${sharedWith.join(', ')}` } : null);
   const model = entry.modelOverride ?? entry.model;
   const row: SessionRow = {
     agentId: location.agentId,
     key,
-    sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : String(entry.sessionId),
+    // A row with no sessionId at all (one that is not even an object) shows none.
+    sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : entry.sessionId === undefined ? '' : String(entry.sessionId),
     kind: kindOf(key),
     chatType: typeof entry.chatType === 'string' ? entry.chatType : null,
     updatedAt,
     ageMs: Math.max(0, now - updatedAt),
-    sessionStartedAt: problem === null ? (entry.sessionStartedAt ?? null) : null,
-    lastInteractionAt: problem === null ? (entry.lastInteractionAt ?? null) : null,
+    sessionStartedAt: shape === null ? (entry.sessionStartedAt ?? null) : null,
+    lastInteractionAt: shape === null ? (entry.lastInteractionAt ?? null) : null,
     model: typeof model === 'string' ? model : null,
     ...tokenCountsOf(entry),
     pinned: entry.pinned === true,
     // transcriptFileOf() would repeat the shape check just made; the name is still checked.
-    transcriptBytes: problem === null ? storedFileSizeSync(transcriptPathIn(location, entryTranscriptName(entry))) : null,
+    transcriptBytes: shape === null ? storedFileSizeSync(transcriptPathIn(location, entryTranscriptName(entry))) : null,
     incognito,
   };
   if (problem !== null) row.problem = problem.reason;

@@ -9,12 +9,14 @@ import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.j
 import {
   appendEntries,
   archiveFile,
+  checkNotShared,
   checkSessionEntry,
   sessionEntryProblem,
   lockPathFor,
   readLockOwner,
   readSessionStore,
   transactSessionStore,
+  transcriptSharing,
   transcriptStats,
   updateSessionStore,
   withLock,
@@ -133,6 +135,8 @@ export async function turnBeforeReset(ctx: EngineContext, location: StoreLocatio
     transcript = await updateStore(ctx, location, (store) => {
       const entry = (Object.hasOwn(store, key) ? store[key] : undefined) as QueuedEntry | undefined;
       if (entry === undefined || entry.sessionId !== sessionId || sessionEntryProblem(entry, location.sessionsDir) !== null) return 'changed';
+      // A row sharing its transcript gets no turn in it; the rotation that follows refuses it.
+      if (transcriptSharing(store).sharedWith(key).length > 0) return 'changed';
       if (entry.activeRun || entry.pendingReset || queueOf(entry).length > 0 || (entry.queueOwner && !isThisProcess(entry.queueOwner))) return 'busy';
       const now = ctx.clock.now();
       entry.activeRun = { ...THIS_PROCESS, runId, sessionId, startedAt: now, lane: 'main', messages: [{ runId }] };
@@ -202,6 +206,8 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       const current = Object.hasOwn(store, key) ? store[key] : undefined;
       if (current === undefined) return { skip: 'gone' };
       if (current.sessionId !== request.sessionId) return { skip: 'changed' };
+      // Archiving "its" transcript would take another key's history away.
+      checkNotShared(location.storePath, store, key);
       const decided = request.decide(current, now);
       if ('skip' in decided) return decided;
       const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;
@@ -271,6 +277,7 @@ export async function setPinned(ctx: EngineContext, keyOrId: string, pinned: boo
     const entry = store[found.key];
     if (!entry) throw new SwitchboardError('NOT_FOUND', `session "${found.key}" was deleted meanwhile`);
     checkSessionEntry(found.location.storePath, found.key, entry);
+    checkNotShared(found.location.storePath, store, found.key);
     if (pinned) entry.pinned = true;
     else delete entry.pinned;
     entry.updatedAt = ctx.clock.now();
@@ -288,7 +295,9 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
     await updateSessionStore(found.location.storePath, (store) => {
       if (Object.hasOwn(store, found.key) && JSON.stringify(store[found.key]) === row) delete store[found.key];
     });
-    return { sessionKey: found.key, sessionId: String(found.entry.sessionId), archivedTo: null };
+    const id = found.entry.sessionId as unknown;
+    // A row that is not even an object has no sessionId to show (as in the listing).
+    return { sessionKey: found.key, sessionId: typeof id === 'string' ? id : id === undefined ? '' : String(id), archivedTo: null };
   }
   const file = transcriptFileOf(found.location, found.entry, found.key);
   return withLock(file, sessionLockOptions(ctx, { sessionKey: found.key }), async () =>
@@ -298,6 +307,7 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
       if (store[found.key]?.sessionId !== found.entry.sessionId) {
         throw new SwitchboardError('SESSION_BUSY', `session "${found.key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
       }
+      checkNotShared(found.location.storePath, store, found.key);
       const archivedTo = await archiveFile(file, 'deleted', ctx.clock.now());
       delete store[found.key];
       return { sessionKey: found.key, sessionId: found.entry.sessionId, archivedTo };

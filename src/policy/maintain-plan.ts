@@ -75,7 +75,8 @@ export function planCronRetention(
   if (retentionMs === null || retentionMs <= 0) return [];
   const blocked = new Set([...snapshot.protectedKeys.map((p) => p.key), ...(options.activeKeys ?? [])]);
   return snapshot.entries
-    .filter((e) => isCronSessionKey(e.key) && !e.pinned && !blocked.has(e.key) && e.updatedAt !== null && now - e.updatedAt > retentionMs)
+    // A row that names no usable transcript is `unusable` (planCleanup's rule): never removed.
+    .filter((e) => isCronSessionKey(e.key) && !e.pinned && !blocked.has(e.key) && e.transcript.name !== null && e.updatedAt !== null && now - e.updatedAt > retentionMs)
     .sort(oldestFirst)
     .map((e) => e.key);
 }

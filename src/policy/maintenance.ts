@@ -7,11 +7,15 @@ import type { MaintenanceSettings } from './maintenance-settings.js';
 // ---------------------------------------------------------------------------------------------
 // Snapshot
 
-/** Why an entry must not be removed. `running`/`queued` come from the runner/queue layer. */
-export type ProtectionReason = 'pinned' | 'locked' | 'running' | 'queued' | 'active';
+/**
+ * Why an entry must not be removed. `running`/`queued` come from the runner/queue layer.
+ * `unusable`: a row of the wrong shape (not an object, a bad sessionFile…) or one that shares its
+ * transcript with another key — only a person knows what it is, so maintenance leaves it as it is.
+ */
+export type ProtectionReason = 'pinned' | 'locked' | 'running' | 'queued' | 'active' | 'unusable';
 
 export interface TranscriptSnapshot {
-  /** File name inside the sessions folder; null when the entry names no usable file. */
+  /** File name inside the sessions folder; null when the entry names no usable file (it is then `unusable`). */
   name: string | null;
   exists: boolean;
   /** Size on disk (0 when missing). */
@@ -163,7 +167,7 @@ function byName(a: { name: string }, b: { name: string }): number {
  * older than resetArchiveRetention → rotate the store file when over rotateBytes → enforce the
  * disk budget down to high water (archives, then unreferenced files, then oldest entries).
  *
- * Protected entries (pinned, locked, running, queued, active) are never removed, and their
+ * Protected entries (pinned, locked, running, queued, active, unusable) are never removed, and their
  * transcripts do not count toward the budget: only files maintenance may remove count. The plan
  * does not depend on the mode: warn reports it, enforce applies it, dry-run shows it.
  */
@@ -179,6 +183,7 @@ export function planCleanup(snapshot: MaintenanceSnapshot, settings: Maintenance
   for (const entry of snapshot.entries) {
     if (entry.pinned) protect(entry.key, 'pinned');
     if (activeKeys.has(entry.key)) protect(entry.key, 'active');
+    if (entry.transcript.name === null) protect(entry.key, 'unusable');
   }
   for (const { key, reason } of snapshot.protectedKeys) protect(key, reason);
 

@@ -210,6 +210,8 @@ export async function recoverJournal(storePath: string, store: SessionStore): Pr
   const sessionsDir = path.dirname(storePath);
   for (const session of sessions) {
     if (typeof session?.sessionKey !== 'string' || !Array.isArray(session.records) || !Array.isArray(session.files)) continue;
+    // Only an entry object is ever journalled; anything else is a foreign or damaged journal.
+    if (typeof session.entry !== 'object' || session.entry === null || Array.isArray(session.entry)) continue;
     const current = Object.hasOwn(store, session.sessionKey) ? store[session.sessionKey] : undefined;
     if (entryHash(current) !== session.base) continue; // committed, or changed since: never roll back
     const found = new Set<string>();

@@ -74,8 +74,46 @@ export interface SessionEntry {
   [extra: string]: unknown;
 }
 
-/** sessions.json: sessionKey → SessionEntry. */
+/**
+ * sessions.json: sessionKey → SessionEntry. A value that is not an object is held as a
+ * NotAnObjectEntry (below): typed as an entry, it is one of the wrong shape, like any other.
+ */
 export type SessionStore = Record<string, SessionEntry>;
+
+
+// ---------------------------------------------------------------------------------------------
+// Entries that are not objects
+
+const RAW_VALUE = Symbol('the value in sessions.json');
+
+/**
+ * Stands in for a sessions.json entry that is not a JSON object (null, a list, a string, a
+ * number, a boolean). The parser puts it in the entry's place, so that every reader finds an
+ * object without the fields it needs — an entry of the wrong shape, which sessionEntryProblem()
+ * reports and every command already handles per entry — instead of a value that throws on the
+ * first property read or is taken for "no entry" and overwritten. Serialised, it is the value it
+ * replaced (toJSON), so other sessions' writes keep it as it was, and a change made to it by
+ * mistake never reaches the file.
+ */
+class NotAnObjectEntry {
+  declare readonly [RAW_VALUE]: unknown;
+  constructor(value: unknown) {
+    Object.defineProperty(this, RAW_VALUE, { value });
+  }
+  toJSON(): unknown {
+    return this[RAW_VALUE];
+  }
+}
+
+/** An object as it is; anything else wrapped (see NotAnObjectEntry). */
+export function asStoredEntry(value: unknown): SessionEntry {
+  return (isObject(value) ? value : new NotAnObjectEntry(value)) as SessionEntry;
+}
+
+/** Whether the entry stands for a value that is not an object. */
+export function isNotAnObject(entry: unknown): boolean {
+  return entry instanceof NotAnObjectEntry;
+}
 
 
 // ---------------------------------------------------------------------------------------------
@@ -154,6 +192,65 @@ const isObject = (value: unknown): boolean => typeof value === 'object' && value
 const isTime = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value);
 
 /**
+ * Times inside the queue fields (switchboard's own, always written as numbers): when present they
+ * must be finite. Checked by name because a writer turns an infinite number into null, and null
+ * would pass a check for infinite numbers alone.
+ */
+const NESTED_TIMES = { activeRun: ['startedAt'], queueOwner: ['since'], pendingReset: ['requestedAt'] } as const;
+const QUEUE_ITEM_TIMES = ['enqueuedAt', 'wallAt'] as const;
+
+function nestedTimeProblem(row: Record<string, unknown>): SessionEntryProblem | null {
+  for (const [field, names] of Object.entries(NESTED_TIMES)) {
+    const value = row[field] as Record<string, unknown> | undefined;
+    if (value === undefined) continue;
+    for (const name of names) {
+      if (value[name] !== undefined && !isTime(value[name])) return { field: `${field}.${name}`, reason: `${field}.${name} is ${describeValue(value[name])}, not a time in epoch ms` };
+    }
+  }
+  const queue = (row.queue ?? []) as Record<string, unknown>[];
+  for (let at = 0; at < queue.length; at++) {
+    for (const name of QUEUE_ITEM_TIMES) {
+      const value = queue[at]![name];
+      if (value !== undefined && !isTime(value)) return { field: `queue[${at}].${name}`, reason: `queue[${at}].${name} is ${describeValue(value)}, not a time in epoch ms` };
+    }
+  }
+  return null;
+}
+
+/**
+ * The path of the first number anywhere in `value` that is not finite, or null. JSON cannot hold
+ * one, so no JSON writer wrote it, and writing it back would silently make it null. Iterative (a
+ * deeply nested hand-made value must not overflow the stack); paths are only spelled out for the
+ * one found, so walking a long list of legacy pairs builds no strings.
+ */
+function nonFinitePath(value: unknown): string | null {
+  const nodes: unknown[] = [value];
+  const parents: number[] = [-1];
+  const keys: (string | number)[] = [''];
+  for (let at = 0; at < nodes.length; at++) {
+    const node = nodes[at];
+    if (typeof node === 'number') {
+      if (Number.isFinite(node)) continue;
+      const parts: string[] = [];
+      for (let i = at; parents[i]! >= 0; i = parents[i]!) parts.push(typeof keys[i] === 'number' ? `[${keys[i]}]` : `.${keys[i]}`);
+      return parts.reverse().join('').replace(/^\./, '');
+    }
+    if (typeof node !== 'object' || node === null) continue;
+    const record = node as Record<string, unknown>;
+    const names: (string | number)[] = Array.isArray(node) ? node.map((_, i) => i) : Object.keys(node);
+    for (const name of names) {
+      const child = record[name as string];
+      if (typeof child === 'number' || (typeof child === 'object' && child !== null)) {
+        nodes.push(child);
+        parents.push(at);
+        keys.push(name);
+      }
+    }
+  }
+  return null;
+}
+
+/**
  * THE shape check of one sessions.json entry: what every reader relies on before it uses an
  * entry (file names it resolves, numbers it compares, objects and lists it walks). Unknown fields
  * and labels are not judged here: the schema (doctor) covers those and nothing breaks on them.
@@ -161,6 +258,7 @@ const isTime = (value: unknown): boolean => typeof value === 'number' && Number.
  * writes those) must name a file in it.
  */
 export function sessionEntryProblem(entry: unknown, sessionsDir: string): SessionEntryProblem | null {
+  if (entry instanceof NotAnObjectEntry) return { field: '', reason: `the entry is ${describeValue(entry[RAW_VALUE])}, not an object` };
   if (!isObject(entry)) return { field: '', reason: `the entry is ${describeValue(entry)}, not an object` };
   const row = entry as Record<string, unknown>;
   const sessionId = row.sessionId;
@@ -182,7 +280,22 @@ export function sessionEntryProblem(entry: unknown, sessionsDir: string): Sessio
     if (row[field] !== undefined && !isObject(row[field])) return { field, reason: `${field} is ${describeValue(row[field])}, not an object` };
   }
   for (const field of ['queue', 'outbox'] as const) {
-    if (row[field] !== undefined && !Array.isArray(row[field])) return { field, reason: `${field} is ${describeValue(row[field])}, not a list` };
+    const list = row[field];
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) return { field, reason: `${field} is ${describeValue(list)}, not a list` };
+    // Drains, listings and recovery read fields of every item.
+    const at = list.findIndex((item) => !isObject(item));
+    if (at >= 0) return { field: `${field}[${at}]`, reason: `${field}[${at}] is ${describeValue(list[at])}, not an object` };
+  }
+  const timeProblem = nestedTimeProblem(row);
+  if (timeProblem !== null) return timeProblem;
+  const ids = row.recentMessageIds;
+  // The duplicate memory: a string, or the [messageId, epoch ms] pairs of older versions. Read
+  // any other way it would be forgotten (and overwritten) without a word.
+  if (ids !== undefined && ids !== null && typeof ids !== 'string') {
+    if (!Array.isArray(ids)) return { field: 'recentMessageIds', reason: `recentMessageIds is ${describeValue(ids)}, not a string or a list of [messageId, epoch ms] pairs` };
+    const at = ids.findIndex((pair) => !Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || pair[0] === '' || !isTime(pair[1]));
+    if (at >= 0) return { field: `recentMessageIds[${at}]`, reason: `recentMessageIds[${at}] is ${describeValue(ids[at])}, not a [messageId, epoch ms] pair` };
   }
   if (row.pendingReset !== undefined) {
     // A deferred rotation installs these as the entry's sessionId/sessionFile later.
@@ -193,6 +306,8 @@ export function sessionEntryProblem(entry: unknown, sessionsDir: string): Sessio
     const problem = transcriptNameProblem(pending.newSessionFile, pending.newSessionId);
     if (problem !== null) return { field: 'pendingReset.newSessionFile', reason: `pendingReset.newSessionFile ${problem}` };
   }
+  const infinite = nonFinitePath(row);
+  if (infinite !== null) return { field: infinite, reason: `${infinite} is not a finite number (JSON has none: a value like 1e400 reads as Infinity, and writing it back would make it null)` };
   return null;
 }
 

@@ -1,10 +1,11 @@
 // Reading sessions.json strictly: the parser that never mistakes a damaged store for {} (empty,
-// truncated, NULs, not UTF-8, not an object of objects → STORE_CORRUPT), the serialiser, the
+// truncated, NULs, not UTF-8, not an object → STORE_CORRUPT; one entry that is not an object is
+// that entry's problem, see NotAnObjectEntry), the serialiser, the
 // lock-free reader, and the STORE_CORRUPT / IO errors the whole store path reports.
 
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
-import type { SessionStore } from './session-entry.js';
+import { asStoredEntry, type SessionStore } from './session-entry.js';
 import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -78,18 +79,29 @@ export function decodeAndParse(bytes: Uint8Array, storePath: string): ParsedStor
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw storeCorrupt(storePath, 'the top level is not a JSON object', bytes.length);
   }
-  // Keys, not entries: a [key, value] pair per session (10 000 of them) was garbage to collect.
-  const store = parsed as Record<string, unknown>;
-  for (const sessionKey of Object.keys(store)) {
-    const entry = store[sessionKey];
-    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
-      throw storeCorrupt(storePath, `entry "${sessionKey.slice(0, 200)}" is not an object`, bytes.length);
-    }
-  }
-  return { text, store: parsed as SessionStore };
+  return { text, store: withStoredEntries(parsed as Record<string, unknown>) };
 }
 
-/** Validates sessions.json bytes; anything but an object of objects is STORE_CORRUPT. */
+/**
+ * The parsed top level with every entry that is not an object held as a NotAnObjectEntry: one
+ * such entry is STORE_CORRUPT for that session (sessionEntryProblem), never for the whole store,
+ * and is written back as it was.
+ */
+function withStoredEntries(store: Record<string, unknown>): SessionStore {
+  // Keys, not entries: a [key, value] pair per session (10 000 of them) was garbage to collect.
+  for (const sessionKey of Object.keys(store)) {
+    const entry = store[sessionKey];
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) store[sessionKey] = asStoredEntry(entry);
+  }
+  return store as SessionStore;
+}
+
+/** The store a text this module parsed before holds, parsed again (a fresh working copy). */
+export function reparseStoreText(text: string): SessionStore {
+  return withStoredEntries(JSON.parse(text) as Record<string, unknown>);
+}
+
+/** Validates sessions.json bytes; anything but an object is STORE_CORRUPT. */
 export function parseSessionStore(bytes: Uint8Array, storePath: string): SessionStore {
   return decodeAndParse(bytes, storePath).store;
 }

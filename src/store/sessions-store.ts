@@ -11,7 +11,7 @@ import { clearJournal, recoverJournal, writeJournal, type JournalSession } from 
 import { withLock, type LockHandle } from './lock.js';
 import { DIR_MODE } from './paths.js';
 import type { SessionStore } from './session-entry.js';
-import { decodeAndParse, ioError, serializeSessionStore, type ParsedStoreFile } from './sessions-store-read.js';
+import { decodeAndParse, ioError, reparseStoreText, serializeSessionStore, type ParsedStoreFile } from './sessions-store-read.js';
 import { MAX_REPLACE_ATTEMPTS, isRetryableConflict, readPinned, replaceStoreFile } from './sessions-store-replace.js';
 import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
 
@@ -351,7 +351,7 @@ async function applyMutators(
       );
       return { store, outcomes };
     }
-    store = original === null ? {} : (JSON.parse(original.text) as SessionStore);
+    store = original === null ? {} : reparseStoreText(original.text);
   }
 }
 

@@ -111,6 +111,24 @@ describe('bad input', () => {
     assert.deepEqual(texts, ['one', 'four']);
   });
 
+  test('an explicit sessionKey that does not normalise is BAD_MESSAGE at "sessionKey" (a bad line, not bad usage); nothing is written for it', async () => {
+    const state = tempDir();
+    const input = [
+      line({ channel: 'telegram', sessionKey: 'agent:../../x:main', text: 'climbs out' }),
+      line({ channel: 'telegram', sessionKey: 'agent:Main Agent:main', text: 'not an agent id' }),
+      line({ channel: 'telegram', sessionKey: 'agent:main:notes', text: 'fine' }),
+    ].join('\n');
+    const r = await ingest(state, input);
+    assert.equal(r.code, 65, r.stderr);
+    const events = jsonLines(r.stdout);
+    assert.deepEqual(events.map((e) => (e.type === 'error' ? `${e.line} ${e.code}@${e.path}` : `${e.line} ${e.disposition}`)), [
+      '1 BAD_MESSAGE@sessionKey',
+      '2 BAD_MESSAGE@sessionKey',
+      '3 recorded',
+    ]);
+    assert.deepEqual(Object.keys(readStore(state, 'main')), ['agent:main:notes']);
+  });
+
   test('a line over 1 MiB and invalid UTF-8 are BAD_MESSAGE; nothing is written for them', async () => {
     const state = tempDir();
     const huge = line({ channel: 'x', text: 'y'.repeat(1024 * 1024) });

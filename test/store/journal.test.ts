@@ -107,3 +107,22 @@ test('doctor reports a pending journal (journal-pending) and --repair completes 
   const again = await runCli(['doctor', '--json', '--state-dir', stateDir]);
   assert.equal(again.code, 0, again.stdout);
 });
+
+test('a journal that plans an entry which is not an object (foreign or damaged) never installs it; one for a key whose entry is not an object leaves that entry as it is', async () => {
+  const { dir, storePath } = setup();
+  const base = { sessionId: 'a', updatedAt: 1 };
+  fs.writeFileSync(storePath, JSON.stringify({ 'k:a': base, 'k:null': null }));
+  await appendToTranscript(path.join(dir, 'a.jsonl'), { type: 'message', id: 'r1', message: { role: 'user' } }, { session: { sessionId: 'a' } });
+  writeJournalFile(
+    storePath,
+    [
+      // Base and record match: only the planned "entry" is wrong.
+      { sessionKey: 'k:a', base: entryHash(base), entry: null, files: ['a.jsonl'], records: [['r1', 0]] },
+      // Planned from "no entry": the key's null is not that.
+      { sessionKey: 'k:null', base: null, entry: { sessionId: 'a', updatedAt: 2 }, files: ['a.jsonl'], records: [['r1', 0]] },
+    ],
+    2,
+  );
+  await updateSessionStore(storePath, () => undefined);
+  assert.deepEqual(JSON.parse(fs.readFileSync(storePath, 'utf8')), { 'k:a': base, 'k:null': null });
+});

@@ -8,9 +8,11 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { SwitchboardError } from '../../src/core/index.js';
 import {
+  checkSessionEntry,
   getSessionStoreStats,
   nodeStoreFileSystem,
   readSessionStore,
+  sessionEntryProblem,
   updateSessionStore,
   type SessionEntry,
   type StoreFileSystem,
@@ -127,14 +129,12 @@ describe('reading and writing sessions.json', () => {
     assert.deepEqual(await readSessionStore(storePath), { 'agent:main:x': { ...foreign['agent:main:x'], pinned: true } });
   });
 
-  test('JSON that is not an object of objects is STORE_CORRUPT for every reader and the writer', async () => {
+  test('JSON that is not an object is STORE_CORRUPT for every reader and the writer', async () => {
     const variants: Record<string, Buffer> = {
       array: Buffer.from('[]'),
       null: Buffer.from('null'),
       number: Buffer.from('42'),
       string: Buffer.from('"text"'),
-      'entry not an object': Buffer.from('{"agent:main:main": 5}'),
-      'entry is an array': Buffer.from('{"agent:main:main": []}'),
       'whitespace only': Buffer.from(' \n\t '),
       'invalid UTF-8': Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x7b, 0x7d, 0x7d]),
     };
@@ -155,6 +155,25 @@ describe('reading and writing sessions.json', () => {
       assert.equal(called, false, `${name}: the mutator must not run on a damaged store`);
       assert.deepEqual(await readFile(storePath), bytes, `${name}: bytes must be untouched`);
     }
+  });
+
+  test('an entry that is not an object is its own problem: the store is read and written, and the entry kept as it was', async () => {
+    const storePath = await newStorePath();
+    await updateSessionStore(storePath, () => undefined);
+    const values: Record<string, unknown> = { 'agent:main:n': null, 'agent:main:a': [1, 'x'], 'agent:main:s': 'text', 'agent:main:5': 5, 'agent:main:f': false };
+    await writeFile(storePath, JSON.stringify({ ...values, 'agent:main:ok': { sessionId: 'a', updatedAt: 1 } }));
+    const read = await readSessionStore(storePath);
+    for (const key of Object.keys(values)) {
+      assert.equal(typeof sessionEntryProblem(read[key], path.dirname(storePath))?.reason, 'string', key);
+      assert.throws(() => checkSessionEntry(storePath, key, read[key]), isCode('STORE_CORRUPT', 65), key);
+    }
+    await updateSessionStore(storePath, (store) => {
+      store['agent:main:ok']!.pinned = true;
+      // A change made to one of them by mistake never reaches the file.
+      store['agent:main:n']!.updatedAt = 7;
+    });
+    const written = JSON.parse(await readFile(storePath, 'utf8'));
+    assert.deepEqual(written, { ...values, 'agent:main:ok': { sessionId: 'a', updatedAt: 1, pinned: true } });
   });
 
   test('a UTF-8 BOM is tolerated', async () => {

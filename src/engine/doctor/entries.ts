@@ -1,10 +1,11 @@
 // Step: the entries of sessions.json. An entry whose transcript is missing (or empty) gets a new
 // one: the header and a `custom` entry (customType "doctor") saying that the history was lost. A
-// transcript archived as `.deleted.<ts>` means a deletion was interrupted: reported only.
+// transcript archived as `.deleted.<ts>` means a deletion was interrupted: reported only. Entries
+// of the wrong shape and keys that share one transcript are reported, never changed.
 
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
-import { appendEntries, lockPathFor, lstatKind, parseArchiveName, readSessionStore, sessionEntryProblem, type SessionEntry } from '../../store/index.js';
+import { appendEntries, lockPathFor, lstatKind, parseArchiveName, readSessionStore, sessionEntryProblem, transcriptSharing, type SessionEntry } from '../../store/index.js';
 import { statOrNull } from './files.js';
 import type { DoctorProblemKind, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
@@ -18,16 +19,35 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
     const parsed = parseArchiveName(name);
     if (parsed !== null) archives.set(parsed.originalName, [...(archives.get(parsed.originalName) ?? []), `${parsed.reason}:${name}`]);
   }
+  // Keys that name one transcript: one finding per file. Nothing below is done for them (a new
+  // transcript for one would be written into a file the other names too).
+  const shared = new Set<string>();
+  for (const group of transcriptSharing(store).groups()) {
+    for (const key of group.keys) shared.add(key);
+    doc.problem({
+      kind: 'shared-transcript',
+      file: doc.inside(group.name),
+      sessionKey: group.keys[0]!,
+      sessionKeys: group.keys,
+      message: `${group.keys.join(' and ')} name the same transcript (sessionId or sessionFile): every write of them is refused (STORE_CORRUPT) so that neither writes into, resets or archives the other's conversation; give one of them its own sessionId and sessionFile, or remove one of the rows, by hand`,
+      repairable: false,
+    });
+  }
   for (const [key, entry] of Object.entries(store)) {
+    if (shared.has(key)) continue;
     const shape = sessionEntryProblem(entry, doc.location.sessionsDir);
     if (shape !== null) {
-      // Every command refuses this row (STORE_CORRUPT for this session); only a person knows the fix.
+      // Every command refuses this row (STORE_CORRUPT for this session); only a person knows the
+      // fix — unless it is not even an object and a transcript names its key: that is adopted.
+      const adopted = doc.plannedAdoptions.has(key);
       doc.problem({
         kind: 'invalid-entry',
         file: doc.location.storePath,
         sessionKey: key,
-        message: `the entry of ${key} cannot be used: ${shape.reason}; fix it by hand, or remove it with \`switchboard sessions delete ${key}\` (a transcript it had is then adopted again by --repair)`,
-        repairable: false,
+        message: adopted
+          ? `the entry of ${key} cannot be used: ${shape.reason}; --repair replaces it with an entry for the transcript whose header names ${key}`
+          : `the entry of ${key} cannot be used: ${shape.reason}; fix it by hand, or remove it with \`switchboard sessions delete ${key}\` (a transcript it had is then adopted again by --repair)`,
+        repairable: adopted,
       });
       continue;
     }

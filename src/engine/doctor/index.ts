@@ -15,9 +15,10 @@
 //   4. a damaged transcript (torn tail, malformed lines) is rewritten under its session write lock
 //      through temp + fsync + rename with every line that parses as a record, byte for byte; the
 //      original is kept as <file>.bak-<ts> (hard link to the old inode);
-//   5. orphaned transcripts with a usable header are adopted (their key has no entry), become the
-//      current instance again (their key's entry names a transcript that is gone and is older), or
-//      are archived as <file>.reset.<ts> (an older instance a rotation left behind);
+//   5. orphaned transcripts with a usable header are adopted (their key has no entry, or one that
+//      is not an object), become the current instance again (their key's entry names a transcript
+//      that is gone and is older), or are archived as <file>.reset.<ts> (an older instance a
+//      rotation left behind);
 //   0. a symlink, FIFO or socket where a store file belongs is never followed or opened: a link's
 //      target bytes (when it is a regular file) are COPIED to <file>.bak-<ts> (sessions.json:
 //      .corrupt-<ts>), then the name is removed — sessions.json is replaced by its restored copy
@@ -43,7 +44,7 @@ import { checkJournal } from './journal.js';
 import { checkNonRegular } from './links.js';
 import { checkLocks, checkTombstones } from './locks.js';
 import { checkOrphans } from './orphans.js';
-import { checkStoreFile } from './registry.js';
+import { checkStoreFile, checkStoreSchema } from './registry.js';
 import { checkSharedDm } from './shared-dm.js';
 import type { DoctorOptions, DoctorProblemKind, DoctorReport, DoctorStoreReport } from './report.js';
 import { StoreCheck } from './store-check.js';
@@ -72,6 +73,7 @@ const STEPS: readonly DoctorStep[] = [
   { what: 'check the transcripts', run: checkTranscripts },
   { what: 'check for orphaned transcripts', needsStore: true, run: checkOrphans },
   { what: 'check the entries', needsStore: true, run: checkEntries },
+  { what: 'check sessions.json against its schema', needsStore: true, run: checkStoreSchema },
   { what: 'check for DM sessions several senders share', needsStore: true, run: checkSharedDm },
 ];
 

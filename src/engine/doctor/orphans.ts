@@ -1,11 +1,12 @@
-// Step: transcripts no entry names. One with a usable header is adopted (its key has no entry),
+// Step: transcripts no entry names. One with a usable header is adopted (its key has no entry, or
+// one that is not an object),
 // becomes its key's current instance again (the entry names a transcript that is gone and is
 // older), or is archived as <file>.reset.<ts> (an older instance a rotation left behind).
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
-import { archiveFile, readSessionStore, updateSessionStore, type SessionEntry } from '../../store/index.js';
+import { archiveFile, isNotAnObject, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
 import { asSwitchboardError, describeError, fsyncFolder, statOrNull } from './files.js';
 import type { DoctorChangeAction, DoctorProblem, RepairOutcome } from './report.js';
 import { entryFromHeader, isNewer, numberOr, type StoreCheck, type UsableHeader } from './store-check.js';
@@ -43,11 +44,22 @@ export async function checkOrphans(doc: StoreCheck): Promise<void> {
   // Per key, the newest instance is the candidate for the entry; the others were replaced.
   const byKey = new Map<string, OrphanPlan[]>();
   for (const plan of plans) if (plan.usable !== null) byKey.set(plan.usable.key, [...(byKey.get(plan.usable.key) ?? []), plan]);
+  const sharing = transcriptSharing(store);
   for (const [key, group] of byKey) {
+    if (sharing.sharedWith(key).length > 0) {
+      // Its key's entry names another key's transcript: this file may well be the one it should
+      // name. Only a person can tell; archiving it now could hide the right answer.
+      for (const plan of group) plan.unusable = `its key's entry shares a transcript with ${sharing.sharedWith(key).join(', ')} (shared-transcript)`;
+      continue;
+    }
     group.sort((a, b) => (isNewer(a.scan, a.usable!, b.scan, b.usable!) ? -1 : 1));
     const entry = Object.hasOwn(store, key) ? store[key] : undefined;
     const [newest, ...older] = group as [OrphanPlan, ...OrphanPlan[]];
-    if (entry === undefined) newest.decision = 'adopt';
+    // An entry that is not even an object holds nothing to keep: adopting replaces it.
+    if (entry === undefined || isNotAnObject(entry)) {
+      newest.decision = 'adopt';
+      if (entry !== undefined) doc.plannedAdoptions.add(key);
+    }
     else if (await shouldRepoint(doc, entry, newest.usable!)) {
       newest.decision = 'repoint';
       newest.currentSessionId = entry.sessionId;
@@ -66,7 +78,7 @@ export async function checkOrphans(doc: StoreCheck): Promise<void> {
     const what = usable === null ? '' : ` (header: ${usable.key}, session ${usable.sessionId})`;
     const message =
       plan.decision === 'adopt'
-        ? `no entry names this transcript${what}; its key has no entry: --repair adopts it`
+        ? `no entry names this transcript${what}; its key has ${usable !== null && doc.plannedAdoptions.has(usable.key) ? 'an entry that is not an object' : 'no entry'}: --repair adopts it`
         : plan.decision === 'repoint'
           ? `no entry names this transcript${what}; it is newer than the instance the entry names, whose transcript is ${plan.replacedFile && (await statOrNull(plan.replacedFile)) !== null ? 'older' : 'gone'}: --repair makes it the current instance again`
           : plan.decision === 'archive'
@@ -125,7 +137,7 @@ async function registerOrphans(doc: StoreCheck, plans: OrphanPlan[]): Promise<Or
         for (const plan of plans) {
           const { key } = plan.usable!;
           const entry = Object.hasOwn(store, key) ? store[key] : undefined;
-          if (plan.decision === 'adopt' && entry === undefined) {
+          if (plan.decision === 'adopt' && (entry === undefined || isNotAnObject(entry))) {
             store[key] = entryFromHeader(plan.scan, plan.usable!);
             done.add(plan);
           } else if (plan.decision === 'repoint' && entry !== undefined && entry.sessionId === plan.currentSessionId) {

@@ -60,12 +60,19 @@ export async function checkStoreFile(doc: StoreCheck): Promise<void> {
     return;
   }
   doc.store = store;
-  checkStoreSchema(doc, store, storePath);
 }
 
-export function checkStoreSchema(doc: StoreCheck, store: SessionStore, storePath: string): void {
+/**
+ * Step (after the repairs): sessions.json against sessions.schema.json. Last, so that with
+ * --repair it reports what is left — an entry that was not an object and has been replaced by an
+ * adopted transcript's is no longer a finding.
+ */
+export async function checkStoreSchema(doc: StoreCheck): Promise<void> {
+  const store = doc.store!;
+  const storePath = doc.location.storePath;
   const validate = schemaValidator('sessions');
-  if (validate(store)) return;
+  // The JSON as it is in the file: an entry that is not an object is held in memory as one.
+  if (validate(JSON.parse(JSON.stringify(store)))) return;
   const errors = describeSchemaErrors(validate.errors);
   doc.problem({
     kind: 'store-invalid',

@@ -5,7 +5,7 @@ import type { ErrorCode } from '../../core/index.js';
 import type { StoreSelection } from '../session-list.js';
 
 export type DoctorProblemKind =
-  /** sessions.json is empty, truncated, not JSON, has NUL bytes or is not an object of objects. */
+  /** sessions.json is empty, truncated, not JSON, has NUL bytes or its top level is not an object. */
   | 'store-corrupt'
   /** sessions.json is gone although the folder has transcripts or sessions.json.bak. */
   | 'store-missing'
@@ -37,8 +37,10 @@ export type DoctorProblemKind =
   | 'journal-pending'
   /** A symlink, FIFO, socket, device or folder where a store file belongs, or anything but a folder at a lock's name (never followed or opened). */
   | 'not-regular-file'
-  /** An entry of the wrong shape (sessionFile, sessionId, timestamps…): unusable, STORE_CORRUPT for that session. */
+  /** An entry of the wrong shape (not an object, sessionFile, sessionId, timestamps…): unusable, STORE_CORRUPT for that session. */
   | 'invalid-entry'
+  /** Two or more keys name one transcript (sessionId or sessionFile), other than a cron job and its run alias: STORE_CORRUPT for each. */
+  | 'shared-transcript'
   /** The check itself failed (e.g. a permission error); the error says why. */
   | 'check-failed';
 
@@ -52,6 +54,8 @@ export interface DoctorProblem {
   lines?: number[];
   count?: number;
   sessionKey?: string;
+  /** shared-transcript: every key that names the file. */
+  sessionKeys?: string[];
   message: string;
   /** Whether `--repair` can fix it. */
   repairable: boolean;

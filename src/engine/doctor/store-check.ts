@@ -46,6 +46,8 @@ export class StoreCheck {
   storeRestored = false;
   /** Keys whose entry a check-only run would repoint to an orphan (their missing transcript is not reported twice). */
   plannedRepoints = new Set<string>();
+  /** Keys whose entry is not an object and which an orphan's adoption replaces (their invalid-entry is repairable). */
+  plannedAdoptions = new Set<string>();
   /** How far the current step is (items done of total); the driver sets where it goes. */
   progress: (done: number, total: number) => void = () => undefined;
 
