@@ -66,6 +66,22 @@ export function runCli(args: string[], options: RunOptions = {}): Promise<CliRes
 }
 
 /**
+ * `ingest <file> --json` of `messages` written to a file in `dir` first, so that they form one
+ * batch; `run` runs the command (with the caller's state dir, config and timers).
+ */
+export async function ingestAsOneBatch(
+  run: (...args: string[]) => Promise<CliResult>,
+  dir: string,
+  messages: Record<string, unknown>[],
+): Promise<{ code: number | null; events: any[]; stderr: string }> {
+  const input = path.join(dir, `input-${Math.random().toString(36).slice(2)}.ndjson`);
+  fs.writeFileSync(input, `${messages.map((m) => JSON.stringify(m)).join('\n')}\n`);
+  const r = await run('ingest', input, '--json');
+  fs.unlinkSync(input);
+  return { code: r.code, events: jsonLines(r.stdout), stderr: r.stderr };
+}
+
+/**
  * Every JSON line of a command's whole output (the JSONL library the design card names; our own
  * NDJSON reader is for streams, where each bad line must be named by its number).
  */

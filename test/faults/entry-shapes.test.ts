@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { connectClient } from '../../src/server/index.js';
-import { jsonLines, runCli, tempDir, writeJson, type CliResult } from '../helpers.js';
+import { ingestAsOneBatch, jsonLines, runCli, tempDir, writeJson, type CliResult } from '../helpers.js';
 import { startServe, stopAllServers } from '../serve-process.js';
 
 after(stopAllServers);
@@ -33,13 +33,7 @@ function cli(s: State, ...args: string[]): Promise<CliResult> {
 }
 
 /** From a file, so that the lines form one batch. */
-async function ingest(s: State, messages: Record<string, unknown>[]): Promise<{ code: number | null; events: any[]; stderr: string }> {
-  const input = path.join(s.state, `input-${Math.random().toString(36).slice(2)}.ndjson`);
-  fs.writeFileSync(input, `${messages.map((m) => JSON.stringify(m)).join('\n')}\n`);
-  const r = await cli(s, 'ingest', input, '--json');
-  fs.unlinkSync(input);
-  return { code: r.code, events: jsonLines(r.stdout), stderr: r.stderr };
-}
+const ingest = (s: State, messages: Record<string, unknown>[]) => ingestAsOneBatch((...args) => cli(s, ...args), s.state, messages);
 
 const say = (peer: string, text: string, messageId?: string) => ({ channel: 'telegram', peer: `direct:${peer}`, text, ...(messageId ? { messageId } : {}) });
 const keyOf = (peer: string) => `agent:main:direct:${peer}`;

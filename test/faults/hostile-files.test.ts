@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { jsonLines, runCli, tempDir, writeJson, type CliResult } from '../helpers.js';
+import { ingestAsOneBatch, jsonLines, runCli, tempDir, writeJson, type CliResult } from '../helpers.js';
 
 /** Generous: a command that waits on a FIFO is killed by this and fails the "exited by itself" check. */
 const KILL_AFTER_MS = 15_000;
@@ -42,13 +42,7 @@ async function cli(s: State, ...args: string[]): Promise<CliResult> {
 }
 
 /** From a file, so that the lines form one batch. */
-async function ingest(s: State, messages: Record<string, unknown>[]): Promise<{ code: number | null; events: any[]; stderr: string }> {
-  const input = path.join(s.state, `input-${Math.random().toString(36).slice(2)}.ndjson`);
-  fs.writeFileSync(input, `${messages.map((m) => JSON.stringify(m)).join('\n')}\n`);
-  const r = await cli(s, 'ingest', input, '--json');
-  fs.unlinkSync(input);
-  return { code: r.code, events: jsonLines(r.stdout), stderr: r.stderr };
-}
+const ingest = (s: State, messages: Record<string, unknown>[]) => ingestAsOneBatch((...args) => cli(s, ...args), s.state, messages);
 
 const say = (peer: string, text: string) => ({ channel: 'telegram', peer: `direct:${peer}`, text });
 const keyOf = (peer: string) => `agent:main:direct:${peer}`;
