@@ -82,6 +82,21 @@ export async function ingestAsOneBatch(
 }
 
 /**
+ * One session per peer written through `ingest` (one batch), then a second write to the first
+ * peer, so that sessions.json.bak exists too.
+ */
+export async function seedPeers(
+  ingest: (messages: Record<string, unknown>[]) => Promise<{ code: number | null; stderr: string }>,
+  peers: string[],
+  message: (peer: string, text: string) => Record<string, unknown>,
+): Promise<void> {
+  for (const batch of [peers.map((p) => message(p, `hello from ${p}`)), [message(peers[0]!, 'again')]]) {
+    const r = await ingest(batch);
+    assert.equal(r.code, 0, r.stderr);
+  }
+}
+
+/**
  * Every JSON line of a command's whole output (the JSONL library the design card names; our own
  * NDJSON reader is for streams, where each bad line must be named by its number).
  */

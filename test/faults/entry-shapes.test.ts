@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { connectClient } from '../../src/server/index.js';
-import { ingestAsOneBatch, jsonLines, runCli, tempDir, writeJson, type CliResult } from '../helpers.js';
+import { ingestAsOneBatch, jsonLines, runCli, seedPeers, tempDir, writeJson, type CliResult } from '../helpers.js';
 import { startServe, stopAllServers } from '../serve-process.js';
 
 after(stopAllServers);
@@ -41,10 +41,8 @@ const keyOf = (peer: string) => `agent:main:direct:${peer}`;
 /** A store with one session per peer, written by the real CLI (twice, so sessions.json.bak exists). */
 async function seeded(peers: string[], config: Record<string, unknown> = {}): Promise<State> {
   const s = newState(config);
-  const first = await ingest(s, peers.map((p) => say(p, `hello from ${p}`, `${p}-0`)));
-  assert.equal(first.code, 0, first.stderr);
-  const second = await ingest(s, [say(peers[0]!, 'again')]);
-  assert.equal(second.code, 0, second.stderr);
+  // The first message of each peer carries an id (`<peer>-0`), the second write none.
+  await seedPeers((messages) => ingest(s, messages), peers, (peer, text) => say(peer, text, text === 'again' ? undefined : `${peer}-0`));
   return s;
 }
 

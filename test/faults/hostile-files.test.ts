@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { ingestAsOneBatch, jsonLines, runCli, tempDir, writeJson, type CliResult } from '../helpers.js';
+import { ingestAsOneBatch, jsonLines, runCli, seedPeers, tempDir, writeJson, type CliResult } from '../helpers.js';
 
 /** Generous: a command that waits on a FIFO is killed by this and fails the "exited by itself" check. */
 const KILL_AFTER_MS = 15_000;
@@ -47,14 +47,10 @@ const ingest = (s: State, messages: Record<string, unknown>[]) => ingestAsOneBat
 const say = (peer: string, text: string) => ({ channel: 'telegram', peer: `direct:${peer}`, text });
 const keyOf = (peer: string) => `agent:main:direct:${peer}`;
 
-/** A store with one session per peer, written by the real CLI. */
+/** A store with one session per peer, written by the real CLI (twice, so sessions.json.bak exists). */
 async function seeded(peers: string[]): Promise<State> {
   const s = newState();
-  const first = await ingest(s, peers.map((p) => say(p, `hello from ${p}`)));
-  assert.equal(first.code, 0, first.stderr);
-  // A second write, so that sessions.json.bak exists.
-  const second = await ingest(s, [say(peers[0]!, 'again')]);
-  assert.equal(second.code, 0, second.stderr);
+  await seedPeers((messages) => ingest(s, messages), peers, say);
   return s;
 }
 
