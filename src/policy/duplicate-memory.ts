@@ -42,13 +42,25 @@ const memories = new WeakMap<object, Memory>();
 /**
  * Copies by stored string, for an entry object this process has not seen: every store write
  * re-reads sessions.json, so the next batch's entries are new objects holding equal strings.
- * Bounded: it is a cache, not a record.
+ * Filed under a fingerprint of the string (textKey), not the string: a Map hashes its string
+ * keys in full, and a string read from the file is a new one each time, so filing and finding
+ * by the whole text hashed every busy session's memory twice per batch. A fingerprint match is
+ * confirmed by comparing the texts. Bounded: it is a cache, not a record.
  */
 const byText = new Map<string, Memory>();
+
+/**
+ * Length and last line of a memory's text: the last line names the session's newest id and when
+ * it came, so two different texts rarely share it (and when they do, the comparison that
+ * confirms a find tells them apart; the later filed one simply wins the slot).
+ */
+function textKey(text: string): string {
+  return `${text.length}:${text.slice(text.lastIndexOf('\n') + 1)}`;
+}
 const BY_TEXT_LIMIT = 4096;
 /**
- * Copies changed since they were filed. They are filed on the next miss, not at each change:
- * filing hashes the whole string, and a busy session changes it once per message.
+ * Copies changed since they were filed. They are filed on the next miss, not at each change: a
+ * busy session changes its string once per message, and only the last version is looked up.
  */
 const unfiled = new Set<Memory>();
 
@@ -56,8 +68,9 @@ function fileChanged(): void {
   for (const memory of unfiled) {
     if (memory.text === null || memory.text === '') continue;
     if (byText.size >= BY_TEXT_LIMIT) byText.clear();
-    byText.set(memory.text, memory);
-    memory.filedAs = memory.text;
+    const key = textKey(memory.text);
+    byText.set(key, memory);
+    memory.filedAs = key;
   }
   unfiled.clear();
 }
@@ -68,7 +81,7 @@ function memoryOf(entry: object): Memory {
   if (known !== undefined && known.stored === stored) return known;
   if (typeof stored === 'string' && stored !== '') {
     if (unfiled.size > 0) fileChanged();
-    const filed = byText.get(stored);
+    const filed = byText.get(textKey(stored));
     if (filed !== undefined && filed.text === stored) {
       // This entry's own string object from now on: later checks compare pointers, not text.
       filed.stored = stored;

@@ -129,3 +129,26 @@ test(`ids longer than ${RECENT_ID_MAX_CHARS} characters are remembered by digest
   // A long id in pairs written by an earlier version is found too.
   assert.equal(messageIdSeenAt({ recentMessageIds: [[huge, 4]] }, huge), 4);
 });
+
+test('two sessions whose memories end in the same line and have the same length keep their own ids', () => {
+  // The parsed copies are found again by a fingerprint (length and last line) of the string:
+  // two different strings sharing it must never lend one session the other's ids.
+  const first: Entry = {};
+  const second: Entry = {};
+  rememberMessageId(first, 'aa', 1000);
+  rememberMessageId(first, 'shared', 3000);
+  rememberMessageId(second, 'bb', 1000);
+  rememberMessageId(second, 'shared', 3000);
+  assert.equal((first.recentMessageIds as string).length, (second.recentMessageIds as string).length);
+  // Both filed, then read back through new entry objects holding equal strings (the next batch).
+  const firstAgain: Entry = { recentMessageIds: `${first.recentMessageIds as string}` };
+  const secondAgain: Entry = { recentMessageIds: `${second.recentMessageIds as string}` };
+  assert.equal(messageIdSeenAt(secondAgain, 'bb'), 1000);
+  assert.equal(messageIdSeenAt(secondAgain, 'aa'), undefined);
+  assert.equal(messageIdSeenAt(firstAgain, 'aa'), 1000);
+  assert.equal(messageIdSeenAt(firstAgain, 'bb'), undefined);
+  // Remembering on one changes nothing the other finds.
+  rememberMessageId(firstAgain, 'cc', 4000);
+  assert.equal(messageIdSeenAt(secondAgain, 'cc'), undefined);
+  assert.equal(messageIdSeenAt({ recentMessageIds: secondAgain.recentMessageIds }, 'bb'), 1000);
+});
