@@ -184,6 +184,11 @@ export interface RotationRequest {
   note?: string;
   model?: string;
   runId?: string;
+  /**
+   * doctor --repair only: the key shares its transcript with this one, which keeps it; the
+   * rotation gives the key its own (otherwise a shared entry is refused, see checkNotShared).
+   */
+  separatingFrom?: string;
 }
 
 export type RotationOutcome =
@@ -206,8 +211,10 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       const current = Object.hasOwn(store, key) ? store[key] : undefined;
       if (current === undefined) return { skip: 'gone' };
       if (current.sessionId !== request.sessionId) return { skip: 'changed' };
-      // Archiving "its" transcript would take another key's history away.
-      checkNotShared(location.storePath, store, key);
+      // Archiving "its" transcript would take another key's history away. Separating archives
+      // nothing (file is null): it only stops the key from naming the keeper's transcript.
+      if (request.separatingFrom === undefined) checkNotShared(location.storePath, store, key);
+      else if (!transcriptSharing(store).sharedWith(key).includes(request.separatingFrom)) return { skip: 'changed' };
       const decided = request.decide(current, now);
       if ('skip' in decided) return decided;
       const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;

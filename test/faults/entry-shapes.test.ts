@@ -309,3 +309,62 @@ describe('entries that share a transcript', () => {
     assert.ok(fs.existsSync(path.join(s.dir, badOwnFile)), "doctor --repair did not archive bad's own transcript");
   });
 });
+
+describe('doctor --repair separates keys that share a transcript', () => {
+  test('the file stays with the key its header names; the others get their own earlier transcript back, or a new instance; a pair no header decides is left alone', async () => {
+    const s = await seeded(['good', 'bad', 'lonely', 'x', 'y']);
+    const store = readStore(s);
+    const good = store[keyOf('good')];
+    const badOwn = store[keyOf('bad')];
+    const lonelyOwn = store[keyOf('lonely')];
+    // bad and lonely name good's transcript (a copy-paste in sessions.json); lonely's own file is
+    // gone, bad's is still there. x and y name a sessionId whose file does not exist: no header
+    // says whose it is.
+    store[keyOf('bad')] = { ...badOwn, sessionId: good.sessionId, sessionFile: good.sessionFile };
+    store[keyOf('lonely')] = { ...lonelyOwn, sessionId: good.sessionId, sessionFile: good.sessionFile };
+    fs.unlinkSync(path.join(s.dir, lonelyOwn.sessionFile));
+    const ghost = '0badc0de-0000-4000-8000-000000000000';
+    for (const peer of ['x', 'y']) store[keyOf(peer)] = { ...store[keyOf(peer)], sessionId: ghost, sessionFile: `${ghost}.jsonl` };
+    writeStore(s, store);
+    const goodBytes = fs.readFileSync(path.join(s.dir, good.sessionFile));
+
+    const checked = await doctor(s);
+    const findings = checked.problems.filter((p) => p.kind === 'shared-transcript');
+    assert.deepEqual(findings.map((p) => [[...p.sessionKeys].sort(), p.repairable]).sort(), [
+      [['bad', 'good', 'lonely'].map(keyOf), true],
+      [['x', 'y'].map(keyOf), false],
+    ]);
+
+    const repaired = await doctor(s, '--repair');
+    assert.notEqual(repaired.code, 1, JSON.stringify(repaired.report));
+    assert.deepEqual(repaired.problems.filter((p) => p.kind === 'shared-transcript').map((p) => [[...p.sessionKeys].sort()[0], p.repaired]).sort(), [
+      [keyOf('bad'), true],
+      [keyOf('x'), false],
+    ]);
+    const after = readStore(s);
+    assert.deepEqual(after[keyOf('good')], good, "good's entry is as it was");
+    assert.deepEqual(fs.readFileSync(path.join(s.dir, good.sessionFile)), goodBytes, "good's transcript is untouched");
+    assert.equal(after[keyOf('bad')].sessionId, badOwn.sessionId, 'bad names its own transcript again');
+    assert.equal(after[keyOf('bad')].sessionFile, badOwn.sessionFile);
+    assert.deepEqual(recordedIds(s, badOwn.sessionFile), ['bad-0']);
+    const lonely = after[keyOf('lonely')];
+    assert.ok(![good.sessionId, lonelyOwn.sessionId].includes(lonely.sessionId), 'lonely started a new instance');
+    const opened = jsonLines(fs.readFileSync(path.join(s.dir, lonely.sessionFile), 'utf8'));
+    assert.deepEqual(opened.map((r) => r.type), ['session', 'reset_notice']);
+    assert.equal(opened[0].sessionKey, keyOf('lonely'));
+    assert.equal(opened[1].reason, 'shared-transcript');
+    assert.equal(opened[1].previousSessionId, good.sessionId);
+    for (const peer of ['x', 'y']) assert.deepEqual(after[keyOf(peer)], store[keyOf(peer)], `${peer}: left for a person`);
+
+    // Each of the three now writes into its own file; x and y are still refused.
+    const r = await ingest(s, [say('good', 'to good', 'good-1'), say('bad', 'to bad', 'bad-1'), say('lonely', 'to lonely', 'lonely-1'), say('x', 'to x', 'x-1')]);
+    assert.deepEqual(linesOf(r.events), ['1 recorded', '2 recorded', '3 recorded', '4 STORE_CORRUPT']);
+    assert.deepEqual(recordedIds(s, good.sessionFile), ['good-0', 'good-1']);
+    assert.deepEqual(recordedIds(s, badOwn.sessionFile), ['bad-0', 'bad-1']);
+    assert.deepEqual(recordedIds(s, lonely.sessionFile), ['lonely-1']);
+    const again = await doctor(s);
+    assert.deepEqual(again.problems.filter((p) => p.kind === 'shared-transcript').map((p) => [...p.sessionKeys].sort()), [['x', 'y'].map(keyOf)]);
+    // What the repair wrote is sound by the store's own schema.
+    assert.deepEqual(again.problems.filter((p) => p.file === path.join(s.dir, lonely.sessionFile)), []);
+  });
+});

@@ -1,12 +1,14 @@
 // Step: the entries of sessions.json. An entry whose transcript is missing (or empty) gets a new
 // one: the header and a `custom` entry (customType "doctor") saying that the history was lost. A
 // transcript archived as `.deleted.<ts>` means a deletion was interrupted: reported only. Entries
-// of the wrong shape and keys that share one transcript are reported, never changed.
+// of the wrong shape are reported, never changed; keys that share one transcript are separated
+// when its header tells whose it is (shared.ts).
 
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
-import { appendEntries, lockPathFor, lstatKind, parseArchiveName, readSessionStore, sessionEntryProblem, transcriptSharing, type SessionEntry } from '../../store/index.js';
+import { appendEntries, lockPathFor, lstatKind, parseArchiveName, readSessionStore, sessionEntryProblem, type SessionEntry } from '../../store/index.js';
 import { statOrNull } from './files.js';
+import { separateShared, sharedGroups } from './shared.js';
 import type { DoctorProblemKind, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
 import type { TranscriptScan } from './transcript-scan.js';
@@ -19,19 +21,26 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
     const parsed = parseArchiveName(name);
     if (parsed !== null) archives.set(parsed.originalName, [...(archives.get(parsed.originalName) ?? []), `${parsed.reason}:${name}`]);
   }
-  // Keys that name one transcript: one finding per file. Nothing below is done for them (a new
-  // transcript for one would be written into a file the other names too).
+  // Keys that name one transcript: one finding per file, as the store was before this run's
+  // repairs (the orphan step may already have given a key its own transcript again). Nothing
+  // below is done for them: a new transcript for one would be written into a file the other
+  // names too.
   const shared = new Set<string>();
-  for (const group of transcriptSharing(store).groups()) {
+  for (const group of doc.sharedGroups ?? sharedGroups(doc, store)) {
     for (const key of group.keys) shared.add(key);
-    doc.problem({
+    const problem = doc.problem({
       kind: 'shared-transcript',
       file: doc.inside(group.name),
       sessionKey: group.keys[0]!,
       sessionKeys: group.keys,
-      message: `${group.keys.join(' and ')} name the same transcript (sessionId or sessionFile): every write of them is refused (STORE_CORRUPT) so that neither writes into, resets or archives the other's conversation; give one of them its own sessionId and sessionFile, or remove one of the rows, by hand`,
-      repairable: false,
+      message:
+        `${group.keys.join(' and ')} name the same transcript (sessionId or sessionFile): every write of them is refused (STORE_CORRUPT) so that neither writes into, resets or archives the other's conversation; ` +
+        (group.keeper !== null
+          ? `--repair leaves it with ${group.keeper} (its header names it) and gives ${group.others.join(', ')} a transcript of its own (its own newest earlier transcript where one is left, else a new instance)`
+          : 'which key it belongs to cannot be told from its header, so give one of them its own sessionId and sessionFile, or remove one of the rows, by hand'),
+      repairable: group.keeper !== null,
     });
+    if (doc.repair && group.keeper !== null) await doc.attempt([problem], () => separateShared(doc, group));
   }
   for (const [key, entry] of Object.entries(store)) {
     if (shared.has(key)) continue;

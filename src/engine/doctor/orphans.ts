@@ -10,6 +10,7 @@ import { archiveFile, isNotAnObject, readSessionStore, transcriptSharing, update
 import { asSwitchboardError, describeError, fsyncFolder, statOrNull } from './files.js';
 import type { DoctorChangeAction, DoctorProblem, RepairOutcome } from './report.js';
 import { entryFromHeader, isNewer, numberOr, type StoreCheck, type UsableHeader } from './store-check.js';
+import { sharedGroups } from './shared.js';
 import type { TranscriptScan } from './transcript-scan.js';
 
 interface OrphanPlan {
@@ -20,8 +21,10 @@ interface OrphanPlan {
   decision: 'adopt' | 'repoint' | 'archive' | 'none';
   /** repoint: the entry's sessionId when judged. archive: the current sessionId of the key. */
   currentSessionId?: string;
-  /** repoint: the transcript the entry named until now. */
+  /** repoint: the transcript the entry named until now (none when that is another key's, see separatesFrom). */
   replacedFile?: string;
+  /** repoint: the key's entry names this key's transcript (shared-transcript); the orphan becomes its own again. */
+  separatesFrom?: string;
   problem?: DoctorProblem;
 }
 
@@ -45,16 +48,30 @@ export async function checkOrphans(doc: StoreCheck): Promise<void> {
   const byKey = new Map<string, OrphanPlan[]>();
   for (const plan of plans) if (plan.usable !== null) byKey.set(plan.usable.key, [...(byKey.get(plan.usable.key) ?? []), plan]);
   const sharing = transcriptSharing(store);
+  doc.sharedGroups = sharedGroups(doc, store);
+  const keeperOf = new Map<string, string>();
+  for (const shared of doc.sharedGroups) for (const other of shared.others) keeperOf.set(other, shared.keeper!);
   for (const [key, group] of byKey) {
-    if (sharing.sharedWith(key).length > 0) {
-      // Its key's entry names another key's transcript: this file may well be the one it should
-      // name. Only a person can tell; archiving it now could hide the right answer.
-      for (const plan of group) plan.unusable = `its key's entry shares a transcript with ${sharing.sharedWith(key).join(', ')} (shared-transcript)`;
-      continue;
-    }
     group.sort((a, b) => (isNewer(a.scan, a.usable!, b.scan, b.usable!) ? -1 : 1));
     const entry = Object.hasOwn(store, key) ? store[key] : undefined;
     const [newest, ...older] = group as [OrphanPlan, ...OrphanPlan[]];
+    const keeper = keeperOf.get(key);
+    if (keeper !== undefined && entry !== undefined) {
+      // Its entry names the transcript of the key that keeps it (shared-transcript); its own
+      // newest transcript is what it should name again. The keeper's file is not archived.
+      newest.decision = 'repoint';
+      newest.currentSessionId = entry.sessionId;
+      newest.separatesFrom = keeper;
+      for (const plan of older) Object.assign(plan, { decision: 'archive', currentSessionId: newest.usable!.sessionId });
+      continue;
+    }
+    if (sharing.sharedWith(key).length > 0) {
+      // Its key's entry names another key's transcript, and which key the shared file is for
+      // cannot be told: this file may well be the one it should name. Only a person can tell;
+      // archiving it now could hide the right answer.
+      for (const plan of group) plan.unusable = `its key's entry shares a transcript with ${sharing.sharedWith(key).join(', ')} (shared-transcript)`;
+      continue;
+    }
     // An entry that is not even an object holds nothing to keep: adopting replaces it.
     if (entry === undefined || isNotAnObject(entry)) {
       newest.decision = 'adopt';
@@ -79,6 +96,8 @@ export async function checkOrphans(doc: StoreCheck): Promise<void> {
     const message =
       plan.decision === 'adopt'
         ? `no entry names this transcript${what}; its key has ${usable !== null && doc.plannedAdoptions.has(usable.key) ? 'an entry that is not an object' : 'no entry'}: --repair adopts it`
+        : plan.decision === 'repoint' && plan.separatesFrom !== undefined
+          ? `no entry names this transcript${what}; its key's entry names the transcript of ${plan.separatesFrom} (shared-transcript): --repair makes this, its own newest transcript, its current instance again`
         : plan.decision === 'repoint'
           ? `no entry names this transcript${what}; it is newer than the instance the entry names, whose transcript is ${plan.replacedFile && (await statOrNull(plan.replacedFile)) !== null ? 'older' : 'gone'}: --repair makes it the current instance again`
           : plan.decision === 'archive'

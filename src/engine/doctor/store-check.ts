@@ -17,6 +17,7 @@ import { sessionLockOptions, type EngineContext } from '../context.js';
 import { transcriptFileOf } from '../session-list.js';
 import { asSwitchboardError, type FolderListing } from './files.js';
 import type { DoctorProblem, DoctorStoreReport, RepairOutcome } from './report.js';
+import type { SharedGroup } from './shared.js';
 import type { TranscriptScan } from './transcript-scan.js';
 
 /** The store lock is only ever held for a read-modify-write (as in sessions-store.ts). */
@@ -48,6 +49,8 @@ export class StoreCheck {
   plannedRepoints = new Set<string>();
   /** Keys whose entry is not an object and which an orphan's adoption replaces (their invalid-entry is repairable). */
   plannedAdoptions = new Set<string>();
+  /** Keys sharing a transcript, as sessions.json was before any repair of this run (set by the orphan step). */
+  sharedGroups: SharedGroup[] | null = null;
   /** How far the current step is (items done of total); the driver sets where it goes. */
   progress: (done: number, total: number) => void = () => undefined;
 
