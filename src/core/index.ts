@@ -7,5 +7,6 @@ export * from './ids.js';
 export * from './ndjson.js';
 export * from './state-dir.js';
 export { inPool } from './pool.js';
+export { sha256Base64url } from './digest.js';
 export { RECENT_ID_MAX_CHARS, readRecentIds, recentIdKey, recentIdLine, withoutRecentIds, writeRecentIds, type RecentId } from './recent-ids.js';
 export { packageRoot } from './package-root.js';

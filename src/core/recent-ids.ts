@@ -11,7 +11,7 @@
 //
 // Pure: the store (journal recovery) and the session planner both use it.
 
-import { createHash } from 'node:crypto';
+import { sha256Base64url } from './digest.js';
 
 export interface RecentId {
   id: string;
@@ -32,7 +32,7 @@ const DIGEST_PREFIX = 'sha256:';
  */
 export function recentIdKey(messageId: string): string {
   if (messageId.length <= RECENT_ID_MAX_CHARS && !messageId.startsWith(DIGEST_PREFIX)) return messageId;
-  return `${DIGEST_PREFIX}${createHash('sha256').update(messageId).digest('base64url')}`;
+  return `${DIGEST_PREFIX}${sha256Base64url(messageId)}`;
 }
 
 /** One stored line for `id` recorded at `at`. */

@@ -9,10 +9,9 @@
 // Message ids whose records are missing are taken out of the duplicate memory, so a resend of a
 // message that never reached the disk is recorded, not answered "duplicate".
 
-import { createHash } from 'node:crypto';
 import { closeSync, constants as fsConstants, fstatSync, fsync, ftruncateSync, lstatSync, openSync, readFileSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, errnoOf, ioError, withoutRecentIds } from '../core/index.js';
+import { SwitchboardError, errnoOf, ioError, sha256Base64url, withoutRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { resolveInside } from './paths.js';
 import { openRegularDescriptor } from './regular-file.js';
@@ -67,7 +66,7 @@ export function entryHash(entry: unknown): string | null {
 
 /** entryHash() of an entry whose JSON text the caller already has. */
 export function entryTextHash(text: string): string {
-  return createHash('sha256').update(text).digest('base64url');
+  return sha256Base64url(text);
 }
 
 const WRITE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC;
