@@ -36,6 +36,7 @@ function fsError(code: keyof typeof REASONS, syscall: string, filePath: string):
 
 export class MemoryVolume {
   readonly root: string;
+  private readonly rootName: string;
   private readonly files = new Map<string, MemoryFile>();
   private nextIno = 1;
   private tempCounter = 0;
@@ -45,6 +46,7 @@ export class MemoryVolume {
 
   constructor(root: string) {
     this.root = path.resolve(root);
+    this.rootName = path.basename(this.root);
     this.fileSystem = {
       readFile: async (filePath) => Buffer.from(this.get(filePath, 'open').data),
       stat: async (filePath) => this.identity(this.get(filePath, 'stat')),
@@ -85,6 +87,11 @@ export class MemoryVolume {
   }
 
   contains(filePath: string): boolean {
+    // Every store file call asks this while serve has its volume mounted, and resolving costs
+    // more than the rest: an absolute path without the root's last segment in it cannot lie
+    // under the root (resolving only drops segments; it adds the working directory only to a
+    // relative path).
+    if (path.isAbsolute(filePath) && !filePath.includes(this.rootName)) return false;
     const resolved = path.resolve(filePath);
     return resolved === this.root || resolved.startsWith(`${this.root}${path.sep}`);
   }

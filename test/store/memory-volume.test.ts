@@ -99,3 +99,26 @@ test('overlapping memory volumes are refused', () => {
     unmountMemoryVolume(volume);
   }
 });
+
+test('a path lies in the volume by where it resolves to, however it is spelled', () => {
+  const parent = tempDir('memvol-');
+  const root = path.join(parent, 'incognito-memory-abc');
+  const volume = mountMemoryVolume(root);
+  try {
+    const inside = [path.join(root, 'x.jsonl'), `${root}/a/../x.jsonl`, `${parent}/other/../incognito-memory-abc/x.jsonl`, `${parent}//incognito-memory-abc//x.jsonl`, `${root}/`, root];
+    for (const candidate of inside) assert.equal(memoryVolumeFor(candidate), volume, candidate);
+    const outside = [path.join(parent, 'x.jsonl'), `${root}/../x.jsonl`, `${root}-2/x.jsonl`, path.join(parent, 'incognito-memory-ab', 'x.jsonl'), '/x.jsonl'];
+    for (const candidate of outside) assert.equal(memoryVolumeFor(candidate), undefined, candidate);
+    // A relative path resolves against the working directory.
+    const cwd = process.cwd();
+    process.chdir(parent);
+    try {
+      assert.equal(memoryVolumeFor('incognito-memory-abc/x.jsonl'), volume);
+      assert.equal(memoryVolumeFor('x.jsonl'), undefined);
+    } finally {
+      process.chdir(cwd);
+    }
+  } finally {
+    unmountMemoryVolume(volume);
+  }
+});
