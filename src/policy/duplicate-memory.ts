@@ -36,8 +36,25 @@ interface Memory {
   filedAs: string | null;
 }
 
-/** The copy made for an entry object. */
-const memories = new WeakMap<object, Memory>();
+/**
+ * The copy made for an entry object. A plain Map, emptied when it reaches MEMORIES_LIMIT, not a
+ * WeakMap: the planner copies an entry for every message and each copy is filed here, and a
+ * WeakMap insert (an ephemeron the collector must trace) cost more than the rest of the
+ * duplicate check together. Only recent entry objects are asked for (the next message of the
+ * same session), and an entry dropped by the emptying is found again through `byText`; the
+ * limit bounds what the Map keeps alive.
+ */
+const memories = new Map<object, Memory>();
+const MEMORIES_LIMIT = 8192;
+
+function fileMemory(entry: object, memory: Memory): void {
+  if (memories.size >= MEMORIES_LIMIT) {
+    // Before the copies lose their entry objects, the changed ones are filed by text.
+    if (unfiled.size > 0) fileChanged();
+    memories.clear();
+  }
+  memories.set(entry, memory);
+}
 
 /**
  * Copies by stored string, for an entry object this process has not seen: every store write
@@ -85,7 +102,7 @@ function memoryOf(entry: object): Memory {
     if (filed !== undefined && filed.text === stored) {
       // This entry's own string object from now on: later checks compare pointers, not text.
       filed.stored = stored;
-      memories.set(entry, filed);
+      fileMemory(entry, filed);
       return filed;
     }
   }
@@ -97,7 +114,7 @@ function memoryOf(entry: object): Memory {
   // hand-edited one with stray lines is rewritten on the next change).
   const text = typeof stored === 'string' && writeRecentIds(order) === stored ? stored : null;
   const memory: Memory = { stored, text, order, head: 0, deadChars: 0, times, filedAs: null };
-  memories.set(entry, memory);
+  fileMemory(entry, memory);
   return memory;
 }
 
@@ -108,7 +125,7 @@ function memoryOf(entry: object): Memory {
  */
 export function shareMemory(from: object, to: object): void {
   const memory = memories.get(from);
-  if (memory !== undefined) memories.set(to, memory);
+  if (memory !== undefined) fileMemory(to, memory);
 }
 
 /** When this messageId was last recorded on the session, if it was. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RECENT_ID_MAX_CHARS, readRecentIds, withoutRecentIds, writeRecentIds } from '../../src/core/index.js';
 import { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, forgetMessageId, messageIdSeenAt } from '../../src/policy/index.js';
-import { rememberMessageId } from '../../src/policy/duplicate-memory.js';
+import { rememberMessageId, shareMemory } from '../../src/policy/duplicate-memory.js';
 
 type Entry = { recentMessageIds?: unknown };
 
@@ -151,4 +151,25 @@ test('two sessions whose memories end in the same line and have the same length 
   rememberMessageId(firstAgain, 'cc', 4000);
   assert.equal(messageIdSeenAt(secondAgain, 'cc'), undefined);
   assert.equal(messageIdSeenAt({ recentMessageIds: secondAgain.recentMessageIds }, 'bb'), 1000);
+});
+
+test('copies of entries keep their ids after the cache of parsed copies has been emptied many times over', () => {
+  // The planner copies an entry for every message (shareMemory); the parsed copies are kept per
+  // entry object in a bounded cache. 20 000 sessions × 3 messages passes its bound several times.
+  let entries: Entry[] = Array.from({ length: 20_000 }, () => ({}));
+  for (let round = 0; round < 3; round++) {
+    entries = entries.map((entry, i) => {
+      const copy: Entry = { ...entry };
+      shareMemory(entry, copy);
+      assert.equal(messageIdSeenAt(copy, `s${i}-m${round}`), undefined);
+      rememberMessageId(copy, `s${i}-m${round}`, 1000 + round);
+      return copy;
+    });
+  }
+  for (const [i, entry] of entries.entries()) {
+    for (let round = 0; round < 3; round++) assert.equal(messageIdSeenAt(entry, `s${i}-m${round}`), 1000 + round);
+    assert.equal(messageIdSeenAt(entry, `s${(i + 1) % entries.length}-m0`), undefined);
+    // A reader of the string alone (the next batch's entry object) agrees.
+    assert.equal(messageIdSeenAt({ recentMessageIds: `${entry.recentMessageIds as string}` }, `s${i}-m2`), 1002);
+  }
 });
