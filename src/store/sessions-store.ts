@@ -284,12 +284,20 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
       const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch, tx);
       const finishUpkeep = first.skipUpkeep ? null : await startUpkeep(storePath, store, tx);
       let written = false;
+      // The outcomes go out once the file is durable; with upkeep to finish, once it is finished
+      // too (the archives and transcripts it removes are gone), so that a caller who is answered
+      // finds the folder within its disk budget, as the answer's batch left it.
+      let finished: Outcome[] | undefined;
+      const handOut = (outcomes: Outcome[]): void => {
+        if (finishUpkeep === null) settle(outcomes);
+        else finished = outcomes;
+      };
       try {
         const nextText = serializeSessionStore(store);
         const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
         if (unchanged) {
           stats.unchangedBatches += 1;
-          settle(batchOutcomes);
+          handOut(batchOutcomes);
           if (journalToClear) await clearJournal(storePath);
           return batchOutcomes;
         }
@@ -298,12 +306,13 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
         await replaceStoreFile(fs, storePath, nextText, original !== null, pin);
         written = true;
         stats.writes += 1;
-        settle(batchOutcomes);
+        handOut(batchOutcomes);
         // A transaction that threw leaves its journal for the next writer (its records may be down).
         if (journalToClear && batchOutcomes.every((outcome) => outcome.ok)) await clearJournal(storePath);
         return batchOutcomes;
       } finally {
         await finishUpkeep?.(written).catch(() => undefined);
+        if (finished !== undefined) settle(finished);
       }
     }));
   } catch (err) {
