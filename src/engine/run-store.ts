@@ -6,9 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
 import { unparkAll, type CarriedMessage, type QueueItem } from '../policy/index.js';
-import { readTranscript, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
+import { readTranscript, updateSessionStore, type NewTranscriptEntry, type SessionStore, type StoreLocation } from '../store/index.js';
 import type { EngineContext } from './context.js';
-import { dropOutbox, droppedEventOf, isThisProcess, noteDropped, ownerRecord, queueOf, setQueue, takeCancelled, type DroppedEvent, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
+import { dropOutbox, droppedEventOf, isThisProcess, noteDropped, ownerRecord, pushOutbox, queueOf, setQueue, takeCancelled, type DroppedEvent, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
 
 /** A store update with the configured store-lock wait. */
 export function updateStore<T>(ctx: EngineContext, location: StoreLocation, mutate: (store: SessionStore) => T): Promise<T> {
@@ -95,6 +95,7 @@ export async function releaseSession(
   ref: SessionRef,
   runId: string,
   steered: ReadonlySet<string>,
+  owed: readonly NewTranscriptEntry[] = [],
 ): Promise<{ dropped: QueueItem[]; reason: 'stopped' | 'interrupt'; cancelled: DroppedEvent[] }> {
   for (let attempt = 0; ; attempt++) {
     try {
@@ -117,7 +118,9 @@ export async function releaseSession(
         setQueue(entry, queue);
         // Superseded by an interrupt: the queue's decision, recorded (a stop was asked for, and answered).
         if (reason === 'interrupt') noteDropped(entry, dropped.map((item) => droppedEventOf(item, reason)), randomUUID);
-        // The outbox stays: what came after the run's last flush is appended by the next drain.
+        // The outbox stays: what came after the run's last flush is appended by the next drain,
+        // and so is what the run itself could not append (its run_failed after losing the lock).
+        if (owed.length > 0) pushOutbox(entry, { id: randomUUID(), sessionId: entry.sessionId, records: owed.map((record) => record as Record<string, unknown>) });
         if (!entry.activeRun) {
           if (queue.length === 0 && !entry.pendingReset) {
             if (!entry.queueOwner || isThisProcess(entry.queueOwner)) delete entry.queueOwner;
