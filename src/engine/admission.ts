@@ -33,6 +33,7 @@ import {
   droppedEventOf,
   expiredEventOf,
   isThisProcess,
+  noteDropped,
   orphanFailure,
   ownerRecord,
   pushOutbox,
@@ -333,11 +334,12 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       // Answered on the route it came from (proactive output: the session's address).
       if (plan.replyTo) queued.deliveryContext = { ...plan.replyTo };
       let waiting = queue;
+      let superseded: DroppedEvent[] = [];
       if (queued.mode === 'interrupt' && !deferredCommand) {
         // "Stop and do this instead": what was waiting is superseded, each item reported (never
         // silently); items the active run has already taken (leased, claimed) go with that run.
         waiting = queue.filter((other) => other.leasedBy !== undefined || other.claimedBy !== undefined);
-        for (const other of queue) if (!waiting.includes(other)) events.push(droppedEventOf(other, 'interrupt'));
+        superseded = queue.filter((other) => !waiting.includes(other)).map((other) => droppedEventOf(other, 'interrupt'));
       }
       const next = enqueueItem(waiting, queued, settings, randomUUID);
       if (next.rejected) {
@@ -348,7 +350,9 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
         break;
       }
       setQueue(entry, next.queue);
-      for (const victim of next.dropped) events.push(droppedEventOf(victim.item, 'cap', victim.drop));
+      const victims = [...superseded, ...next.dropped.map((victim) => droppedEventOf(victim.item, 'cap', victim.drop))];
+      events.push(...victims);
+      noteDropped(entry, victims, randomUUID);
       if (admission.abortActive) abortActive(deferredCommand ? 'reset' : 'interrupted by a newer message');
       if (queued.mode === 'interrupt' && !deferredCommand && entry.activeRun) {
         // What the aborted run had taken for its next step leaves with it, so the newest runs next.

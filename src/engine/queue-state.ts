@@ -249,6 +249,16 @@ export function pushOutbox(entry: QueuedEntry, item: OutboxItem): void {
   entry.outbox = [...(Array.isArray(entry.outbox) ? entry.outbox : []), item];
 }
 
+/**
+ * Items the queue itself drops (cap, interrupt) leave it in a store write whose `dropped` events
+ * are printed after it: a death in between must not leave them unreported. The same write puts a
+ * `custom` `dropped` record per item into the outbox (appended by the session's next writer).
+ */
+export function noteDropped(entry: QueuedEntry, events: readonly DroppedEvent[], randomId: () => string): void {
+  const records = events.map(({ runId, messageId, requester, reason, sessionId, drop, kind }) => ({ type: 'custom', customType: 'dropped', data: { runId, messageId, requester, reason, sessionId, drop, kind } }));
+  if (records.length > 0) pushOutbox(entry, { id: randomId(), sessionId: entry.sessionId, records });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Runner config per agent
 

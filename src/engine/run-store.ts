@@ -3,11 +3,12 @@
 // fsynced, and only then are they taken out of the queue (commitClaim). A turn that takes over
 // the claim of a dead run first looks in the transcript for its records (recordedRunIds).
 
+import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
 import { unparkAll, type CarriedMessage, type QueueItem } from '../policy/index.js';
-import { readTranscript, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
+import { readTranscript, updateSessionStore, type NewTranscriptEntry, type SessionStore, type StoreLocation } from '../store/index.js';
 import type { EngineContext } from './context.js';
-import { dropOutbox, isThisProcess, ownerRecord, queueOf, setQueue, takeCancelled, type DroppedEvent, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
+import { dropOutbox, droppedEventOf, isThisProcess, noteDropped, ownerRecord, pushOutbox, queueOf, setQueue, takeCancelled, type DroppedEvent, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
 
 /** A store update with the configured store-lock wait. */
 export function updateStore<T>(ctx: EngineContext, location: StoreLocation, mutate: (store: SessionStore) => T): Promise<T> {
@@ -94,6 +95,7 @@ export async function releaseSession(
   ref: SessionRef,
   runId: string,
   steered: ReadonlySet<string>,
+  owed: readonly NewTranscriptEntry[] = [],
 ): Promise<{ dropped: QueueItem[]; reason: 'stopped' | 'interrupt'; cancelled: DroppedEvent[] }> {
   for (let attempt = 0; ; attempt++) {
     try {
@@ -114,7 +116,11 @@ export async function releaseSession(
         const dropped = stopped ? remaining.filter((item) => item.leasedBy === runId) : [];
         const queue = unparkAll(remaining.filter((item) => !(stopped && item.leasedBy === runId)));
         setQueue(entry, queue);
-        // The outbox stays: what came after the run's last flush is appended by the next drain.
+        // Superseded by an interrupt: the queue's decision, recorded (a stop was asked for, and answered).
+        if (reason === 'interrupt') noteDropped(entry, dropped.map((item) => droppedEventOf(item, reason)), randomUUID);
+        // The outbox stays: what came after the run's last flush is appended by the next drain,
+        // and so is what the run itself could not append (its run_failed after losing the lock).
+        if (owed.length > 0) pushOutbox(entry, { id: randomUUID(), sessionId: entry.sessionId, records: owed.map((record) => record as Record<string, unknown>) });
         if (!entry.activeRun) {
           if (queue.length === 0 && !entry.pendingReset) {
             if (!entry.queueOwner || isThisProcess(entry.queueOwner)) delete entry.queueOwner;

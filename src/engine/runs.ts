@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
 import { carriedOf, parkedPrefix, type CarriedMessage, type QueueItem } from '../policy/index.js';
 import { startRun, type RunEndEvent, type RunHandle } from '../runner/index.js';
-import { isInMemory, withLock, type LockHandle, type StoreLocation } from '../store/index.js';
+import { isInMemory, withLock, type LockHandle, type NewTranscriptEntry, type StoreLocation } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { acquireLaneSlot, type LaneSlot } from './lanes.js';
 import {
@@ -300,19 +300,23 @@ export class LocalRun {
     const turn = this.turn;
     const writeFailure = this.writer?.failure;
     let failure: RunFailedEvent | undefined;
+    const owed: NewTranscriptEntry[] = [];
     if (end.status !== 'done' || writeFailure !== undefined) {
       const status = end.status === 'done' ? 'failed' : end.status;
       const reason = this.orphaned !== undefined ? 'orphaned' : writeFailure !== undefined && end.status !== 'aborted' ? 'write' : (end.error?.reason ?? status);
       const message = this.orphaned ?? (writeFailure !== undefined ? toSwitchboardError(writeFailure).message : (end.error?.message ?? `run ended ${status}`));
       const messages = [...this.carried];
       failure = { type: 'run_failed', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status, reason, message, messages };
-      await this.writer?.append([runFailedRecord(turn.runId, status, reason, message, messages)]);
+      const record = runFailedRecord(turn.runId, status, reason, message, messages);
+      // A run that lost its lock (max hold, a takeover) or its disk cannot append it: the outbox
+      // takes it, under the store lock, for the session's next writer.
+      if (this.writer !== undefined && !(await this.writer.append([record]))) owed.push(record);
       this.emit(failure);
     }
     this.finished = true;
     await this.leasing;
     if (this.writer !== undefined) await this.writer.flushOutbox();
-    const { dropped, reason, cancelled } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds);
+    const { dropped, reason, cancelled } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds, owed);
     for (const item of dropped) this.emit(droppedEventOf(item, reason));
     for (const event of cancelled) this.emit(event);
     this.emit({ type: 'run_ended', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status: failure?.status ?? 'done' });

@@ -1,0 +1,37 @@
+// A run that loses its session write lock (its own max-hold watchdog gives it up, or a waiter
+// takes it over from a frozen holder) must write nothing more through that lock — and its failure
+// must still be recorded: "failed run: recorded, reported" (queue.md). The record goes through the
+// session's outbox, written under the store lock, and is appended by the next holder.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { assertStoreValid, dm, eventsOf, ingestAll, queueEnv, readStore, shape, transcriptOf } from '../fixtures/queue-lib.js';
+
+const KEY = 'agent:main:direct:alice';
+
+test('a run aborted by its own max-hold watchdog: reported, and its run_failed recorded once, after its last record', async () => {
+  // Three tool calls of 700 ms: past the 1 s max hold in the second one.
+  const env = queueEnv({
+    session: { dmScope: 'per-peer', writeLock: { maxHoldMs: 1_000, staleMs: 60_000 } },
+    agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 700, toolCalls: 3 } } },
+  }, 'sb-lostlock-');
+  const first = await ingestAll(env, [dm('alice', 'long one', { runId: 'long', messageId: 'm-long' })]);
+  assert.equal(first.code, 0, first.stderr);
+  const failed = eventsOf(first.events, 'run_failed');
+  assert.deepEqual(failed.map((e) => [e.runId, e.status]), [['long', 'aborted']], JSON.stringify(first.events));
+
+  // The next writer of the session (any message) appends what the run could not.
+  const next = await ingestAll(env, [dm('alice', 'hello again', { runId: 'next', messageId: 'm-next', kind: 'system' })]);
+  assert.equal(next.code, 0, next.stderr);
+  const records = transcriptOf(env, KEY);
+  const lines = shape(records);
+  assert.equal(lines.filter((l) => l === 'custom:run_failed').length, 1, lines.join(' | '));
+  const failure = records.find((r) => r.type === 'custom' && r.customType === 'run_failed');
+  assert.deepEqual([failure.data.runId, failure.data.status], ['long', 'aborted']);
+  assert.deepEqual(failure.data.messages.map((m: any) => m.runId), ['long']);
+  // Nothing of the run after its failure: the old holder wrote no more once the lock was gone.
+  const index = records.indexOf(failure);
+  assert.deepEqual(records.slice(index + 1).filter((r) => r.runId === 'long' || r.message?.runId === 'long'), []);
+  assert.equal(readStore(env)[KEY].outbox, undefined, 'the outbox is empty again');
+  assertStoreValid(env);
+});
