@@ -219,7 +219,7 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
     groupScope,
     mainKey: current ? 'main' : normalizeMainKey(session.mainKey),
     keepPeerCase: current,
-    identityLinks: compileIdentityLinks(session.identityLinks, { trimCanonical: current }),
+    identityLinks: compileIdentityLinks(session.identityLinks),
     bindings,
     index: buildBindingIndex(bindings),
     warnings,
