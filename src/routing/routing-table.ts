@@ -185,6 +185,12 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
       }
       agentId = normalizeAgentId(raw?.agentId);
       if (knownAgents.size > 0 && !knownAgents.has(agentId)) throw unknownAgent(`bindings[${i}].agentId`, raw?.agentId, 'agents.list', knownAgents);
+      // A blank agentId must name a configured agent as `main` would (OpenClaw's loader checks it so),
+      // but it routes to the default agent, as OpenClaw's resolver does: not to `main`.
+      if (rawId === '') {
+        agentId = roster.owner!;
+        usesOwner = true;
+      }
     } else if (rawId === '') {
       // OpenClaw 2026.9.6: a blank agentId stands for the fallback owner, not for "main".
       agentId = roster.owner ?? '';
@@ -213,7 +219,7 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
     groupScope,
     mainKey: current ? 'main' : normalizeMainKey(session.mainKey),
     keepPeerCase: current,
-    identityLinks: compileIdentityLinks(session.identityLinks, { trimCanonical: current }),
+    identityLinks: compileIdentityLinks(session.identityLinks),
     bindings,
     index: buildBindingIndex(bindings),
     warnings,

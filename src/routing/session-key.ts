@@ -18,14 +18,15 @@ export interface IdentityLinkTable {
   scopes: Set<string>;
 }
 
-export function compileIdentityLinks(links: Record<string, string[]> | undefined, options: { trimCanonical?: boolean } = {}): IdentityLinkTable {
+export function compileIdentityLinks(links: Record<string, string[]> | undefined): IdentityLinkTable {
   const byEntry = new Map<string, { canonical: string; entry: string; order: number }>();
   let order = 0;
   for (const [name, entries] of Object.entries(links ?? {})) {
     if (!Array.isArray(entries)) continue;
-    // OpenClaw 2026.9.6 trims canonical names and skips blank ones; the JSON-store releases used them as written.
-    const canonical = options.trimCanonical ? name.trim() : name;
-    if (options.trimCanonical && canonical === '') continue;
+    // Canonical names are trimmed and blank ones skipped, as OpenClaw does (2026.7.1 and 2026.9.6):
+    // a name used as written put its spaces into the session key.
+    const canonical = name.trim();
+    if (canonical === '') continue;
     for (const entry of entries) {
       const key = String(entry).trim().toLowerCase();
       // The first occurrence in walk order wins, so later duplicates are ignored.
