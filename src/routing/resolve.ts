@@ -219,7 +219,6 @@ export function keyParamsFor(table: RoutingTable, input: RouteInput, selection: 
     peer: input.peer,
     dmScope: binding?.session?.dmScope ?? table.dmScope,
     groupScope: current ? (binding?.session?.groupScope ?? table.groupScope) : undefined,
-    keepPeerCase: current ? table.keepPeerCase : undefined,
     mainKey: table.mainKey,
     identityLinks: table.identityLinks,
     threadId: isTelegramTopic(input) ? undefined : input.threadId,

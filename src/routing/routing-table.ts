@@ -54,8 +54,6 @@ export interface RoutingTable {
   dmScope: DmScope;
   groupScope: GroupScope;
   mainKey: string;
-  /** agents.entries configs: Signal group and Matrix group/channel ids keep their case in keys. */
-  keepPeerCase: boolean;
   identityLinks: IdentityLinkTable;
   bindings: CompiledBinding[];
   /** channel → tier → key → the candidate bindings in config order. */
@@ -218,7 +216,6 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
     dmScope,
     groupScope,
     mainKey: current ? 'main' : normalizeMainKey(session.mainKey),
-    keepPeerCase: current,
     identityLinks: compileIdentityLinks(session.identityLinks),
     bindings,
     index: buildBindingIndex(bindings),

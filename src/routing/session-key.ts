@@ -67,14 +67,16 @@ export interface SessionKeyParams {
   dmScope: DmScope;
   /** `main`: group and channel peers share the main session (agents.entries configs). */
   groupScope?: GroupScope;
-  /** agents.entries configs: Signal group and Matrix group/channel ids keep their case. */
-  keepPeerCase?: boolean;
   mainKey: string;
   identityLinks: IdentityLinkTable;
   threadId?: string;
 }
 
-/** Channels whose group ids are opaque and case-sensitive (OpenClaw 2026.9.6 keeps their case in keys). */
+/**
+ * Channels whose group ids are opaque and case-sensitive: OpenClaw keeps their case in keys, in
+ * both config generations (its resolver does, 2026.7.1 and 2026.9.6 alike, on agents.list configs
+ * too).
+ */
 function keepsCase(channel: string, kind: PeerKind): boolean {
   return (channel === 'signal' && kind === 'group') || (channel === 'matrix' && kind !== 'direct');
 }
@@ -133,7 +135,7 @@ export function sessionKeyWith(params: SessionKeyParams, mainSessionKey: string,
     baseKey = mainSessionKey;
   } else {
     const peerId = peerIdOrUnknown(peer.id);
-    baseKey = `agent:${agentId}:${channel}:${peer.kind}:${params.keepPeerCase && keepsCase(channel, peer.kind) ? peerId : peerId.toLowerCase()}`;
+    baseKey = `agent:${agentId}:${channel}:${peer.kind}:${keepsCase(channel, peer.kind) ? peerId : peerId.toLowerCase()}`;
   }
   const sessionKey = appendThreadSuffix(baseKey, params.threadId);
   if (derivation && sessionKey !== baseKey) derivation.threadSuffix = sessionKey.slice(baseKey.length);

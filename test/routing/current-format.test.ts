@@ -131,7 +131,8 @@ describe('which rules: the file decides', () => {
     };
     const legacy = await run({ agents: { list: [{ id: 'main' }] }, session: { mainKey: 'Home' } });
     assert.equal(legacy.mainSessionKey, 'agent:main:home');
-    assert.equal(legacy.sessionKey, 'agent:main:signal:group:abc');
+    // OpenClaw's resolver keeps the case of a Signal group id for agents.list configs too.
+    assert.equal(legacy.sessionKey, 'agent:main:signal:group:AbC');
     for (const config of [{ agents: {}, session: { mainKey: 'Home' } }, { agents: { entries: { main: {} } }, session: { mainKey: 'Home' } }]) {
       const current = await run(config);
       assert.equal(current.mainSessionKey, 'agent:main:main');
