@@ -21,6 +21,18 @@ describe('cli contract', () => {
     assert.equal(JSON.parse(r.stderr.trim()).error.code, 'USAGE');
   });
 
+  test('a --now or SWITCHBOARD_NOW that is not on the calendar is USAGE, not a rolled-over date', async () => {
+    for (const now of ['2026-02-30', '2026-11-30T24:00:00Z', '2026-11-30 (note)']) {
+      const flag = await runCli(['route', 'resolve', '--channel', 'x', '--now', now, '--json', '--state-dir', tempDir()]);
+      assert.equal(flag.code, 2, now);
+      assert.equal(JSON.parse(flag.stderr.trim()).error.code, 'USAGE', now);
+      assert.equal(flag.stdout, '');
+      const env = await runCli(['route', 'resolve', '--channel', 'x', '--json', '--state-dir', tempDir()], { env: { SWITCHBOARD_NOW: now } });
+      assert.equal(env.code, 2, `SWITCHBOARD_NOW=${now}`);
+      assert.equal(JSON.parse(env.stderr.trim()).error.code, 'USAGE');
+    }
+  });
+
   test('a bad --peer is a usage error (2) naming the field; an empty id is refused', async () => {
     for (const peer of ['room:1', 'direct:', 'direct']) {
       const r = await runCli(['route', 'resolve', '--channel', 'x', '--peer', peer, '--json', '--state-dir', tempDir()]);
