@@ -1,6 +1,7 @@
 // The CLI contract: exit codes, JSON errors on stderr, help with an example on every command.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { Command } from 'commander';
@@ -73,6 +74,21 @@ describe('cli contract', () => {
       assert.equal(env.code, 2, `SWITCHBOARD_NOW=${now}`);
       assert.equal(JSON.parse(env.stderr.trim()).error.code, 'USAGE');
     }
+  });
+
+  test('a blank --channel is a usage error (2) naming --channel, for route resolve, route explain and send; nothing is written', async () => {
+    const state = tempDir();
+    for (const args of [['route', 'resolve'], ['route', 'explain'], ['send', 'hello']]) {
+      for (const channel of ['', '   ']) {
+        const r = await runCli([...args, '--channel', channel, '--json', '--state-dir', state]);
+        assert.equal(r.code, 2, `${args.join(' ')} --channel "${channel}"`);
+        assert.equal(r.stdout, '');
+        const error = JSON.parse(r.stderr.trim()).error;
+        assert.equal(error.code, 'USAGE');
+        assert.match(error.message, /--channel/);
+      }
+    }
+    assert.equal(fs.existsSync(path.join(state, 'agents')), false);
   });
 
   test('a bad --peer is a usage error (2) naming the field; an empty id is refused', async () => {
