@@ -30,6 +30,10 @@ export interface StoreSelection {
 export function selectStores(ctx: EngineContext, selection: StoreSelection = {}): StoreLocation[] {
   if (selection.storePath) {
     const storePath = path.resolve(selection.storePath);
+    // As doctor's: a file that is not there in a folder that is not there is a wrong path, not an empty store.
+    if (!fs.existsSync(storePath) && !fs.existsSync(path.dirname(storePath))) {
+      throw new SwitchboardError('NOT_FOUND', `no store at ${storePath}`, { hint: 'give the path of a sessions.json file', details: { path: storePath } });
+    }
     return [{ agentId: normalizeAgentId(path.basename(path.dirname(path.dirname(storePath)))), sessionsDir: path.dirname(storePath), storePath }];
   }
   const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
