@@ -147,7 +147,7 @@ async function runValidate(ctx: CliContext): Promise<number> {
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, { ok: true, path: loaded.path, warnings, unusedKeys: findUnknownKeys(loaded.config) });
   } else {
-    for (const warning of warnings) ctx.streams.stderr.write(`warning: ${warning}\n`);
+    for (const warning of warnings) ctx.note(`warning: ${warning}`);
     ctx.streams.stdout.write(`ok: ${loaded.path ?? 'no config file (built-in defaults)'}${warnings.length ? ` (${warnings.length} warning${warnings.length > 1 ? 's' : ''})` : ''}\n`);
   }
   return 0;

@@ -34,6 +34,36 @@ export function allCommands(root: Command): Command[] {
   return [root, ...root.commands.flatMap((command) => allCommands(command))];
 }
 
+/**
+ * The names of the (sub)commands argv runs, as far as they are known (`['sessions', 'cleanup']`):
+ * words after the options that take a value in `valueOptions` are skipped, the walk stops at the
+ * first word that names no subcommand.
+ */
+export function commandPathOf(root: Command, argv: readonly string[], valueOptions: ReadonlySet<string>): string[] {
+  const names: string[] = [];
+  let command = root;
+  for (let i = 2; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') break;
+    if (arg.startsWith('-')) {
+      if (valueOptions.has(arg)) i++;
+      continue;
+    }
+    const next = command.commands.find((sub) => sub.name() === arg || sub.aliases().includes(arg));
+    if (next === undefined) break;
+    names.push(next.name());
+    command = next;
+  }
+  return names;
+}
+
+/** The subcommands a group offers, for "missing command" errors. */
+export function subcommandNames(root: Command, path: readonly string[]): string[] {
+  let command = root;
+  for (const name of path) command = command.commands.find((sub) => sub.name() === name) ?? command;
+  return command.commands.map((sub) => sub.name()).filter((name) => name !== 'help');
+}
+
 /** The command a path of names (or aliases) leads to; an unknown name is a usage error with a suggestion. */
 function commandAt(root: Command, path: string[]): Command {
   let command = root;

@@ -2,10 +2,10 @@
 // place where the process's exit code is decided.
 
 import { Command, CommanderError, Option } from 'commander';
-import { SwitchboardError } from '../core/index.js';
+import { SwitchboardError, isSwitchboardError } from '../core/index.js';
 import { CliContext } from './context.js';
 import { guardOutput, outputError, processStreams, reportError, type Streams } from './output.js';
-import { allCommands, registerCompletionCommand, registerHelpCommand, suggestSubcommands } from './help.js';
+import { allCommands, commandPathOf, registerCompletionCommand, registerHelpCommand, subcommandNames, suggestSubcommands } from './help.js';
 
 export type Registration = (program: Command, hooks: ProgramHooks) => void;
 
@@ -92,7 +92,11 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
   program.exitOverride();
   program.configureOutput({
     writeOut: (text) => streams.stdout.write(text),
-    writeErr: (text) => streams.stderr.write(text),
+    // With --json, stderr carries the JSON error alone: the help commander prints to stderr when
+    // a group's subcommand is missing is left out (the error's hint names `--help`).
+    writeErr: (text) => {
+      if (!json) streams.stderr.write(text);
+    },
     // With --json the one exit path prints the error as JSON instead.
     outputError: (text, write) => {
       if (!json) write(text);
@@ -122,6 +126,22 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
   return program;
 }
 
+/** A parse error as the contract's JSON error: commander's message (or "missing command"), and where to read the usage. */
+function usageErrorJson(err: CommanderError, program: Command | undefined, argv: readonly string[]): { code: 'USAGE'; message: string; hint: string } {
+  const path = program === undefined ? [] : commandPathOf(program, argv, VALUE_OPTIONS);
+  const command = ['switchboard', ...path].join(' ');
+  // commander's message for a group run without its subcommand is a placeholder, "(outputHelp)".
+  const message =
+    err.code === 'commander.help'
+      ? `missing command: \`${command}\` needs one of ${subcommandNames(program!, path).join(', ')}`
+      : err.message.replace(/^error: /, '');
+  return { code: 'USAGE', message, hint: `run \`${command} --help\` for usage` };
+}
+
+function usageHint(program: Command, argv: readonly string[]): string {
+  return `run \`${['switchboard', ...commandPathOf(program, argv, VALUE_OPTIONS)].join(' ')} --help\` for usage`;
+}
+
 function wantsJson(argv: string[]): boolean {
   return argv.includes('--json');
 }
@@ -131,8 +151,9 @@ export async function main(argv: string[], streams: Streams = processStreams()):
   let exitCode = 0;
   guardOutput(streams.stdout);
   guardOutput(streams.stderr);
+  let program: Command | undefined;
   try {
-    const program = await buildProgram(
+    program = await buildProgram(
       streams,
       (code) => {
         exitCode = code;
@@ -145,11 +166,11 @@ export async function main(argv: string[], streams: Streams = processStreams()):
     if (err instanceof CommanderError) {
       // --help and --version end here with exit code 0; parse errors are USAGE (exit 2).
       exitCode = err.exitCode === 0 ? 0 : new SwitchboardError('USAGE', err.message).exitCode;
-      if (exitCode !== 0 && wantsJson(argv)) {
-        streams.stderr.write(`${JSON.stringify({ error: { code: 'USAGE', message: err.message.replace(/^error: /, '') } })}\n`);
-      }
+      if (exitCode !== 0 && wantsJson(argv)) streams.stderr.write(`${JSON.stringify({ error: usageErrorJson(err, program, argv) })}\n`);
     } else {
-      exitCode = reportError(err, streams, { json: wantsJson(argv), verbose: argv.includes('--verbose') || argv.includes('-v') });
+      // A usage error found by an action (`--limit abc`) points at that command's help, as the parser's do.
+      const fallbackHint = program !== undefined && isSwitchboardError(err, 'USAGE') ? usageHint(program, argv) : undefined;
+      exitCode = reportError(err, streams, { json: wantsJson(argv), verbose: argv.includes('--verbose') || argv.includes('-v'), fallbackHint });
     }
   }
   // A reader that went away (EPIPE) ends output quietly with the command's own code; any other

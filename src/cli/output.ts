@@ -2,7 +2,7 @@
 // stderr, colour only for terminals (NO_COLOR, FORCE_COLOR and --no-color respected), buffered bulk output.
 
 import type { Writable } from 'node:stream';
-import { toSwitchboardError, type SwitchboardError } from '../core/index.js';
+import { hintOf, toSwitchboardError, type SwitchboardError } from '../core/index.js';
 
 export interface Streams {
   stdin: NodeJS.ReadableStream & AsyncIterable<Buffer | string>;
@@ -130,10 +130,11 @@ export function writeJsonLine(stream: Writable, value: unknown): void {
 }
 
 /** Prints an error the documented way and returns its exit code (the one exit path). */
-export function reportError(err: unknown, streams: Streams, options: { json: boolean; verbose: boolean }): number {
+export function reportError(err: unknown, streams: Streams, options: { json: boolean; verbose: boolean; fallbackHint?: string }): number {
   const error: SwitchboardError = toSwitchboardError(err);
   if (options.json) {
-    writeJsonLine(streams.stderr, { error: error.toJSON() });
+    // The contract's shape {code, message, hint}: an error without its own hint gets its code's.
+    writeJsonLine(streams.stderr, { error: { ...error.toJSON(), hint: error.hint ?? options.fallbackHint ?? hintOf(error) } });
   } else {
     streams.stderr.write(`switchboard: ${error.message}\n`);
     if (error.hint) streams.stderr.write(`hint: ${error.hint.replace(/\n/g, '\n      ')}\n`);

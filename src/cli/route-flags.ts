@@ -17,7 +17,7 @@ export interface RouteFlagValues {
 
 export function addRouteFlags(command: Command, channelRequired: boolean): Command {
   const channel = channelRequired ? command.requiredOption.bind(command) : command.option.bind(command);
-  channel('--channel <channel>', 'channel of the message (telegram, discord, slack, …)');
+  channel('--channel <channel>', 'channel of the message (telegram, discord, slack, …)', channelFlag);
   return command
     .option('--account <id>', 'account id on that channel (default: "default")')
     .option('--peer <kind:id>', 'conversation: direct:<id>, group:<id> or channel:<id>', peerFlag)
@@ -26,6 +26,12 @@ export function addRouteFlags(command: Command, channelRequired: boolean): Comma
     .option('--team <id>', 'team (Slack workspace / MS Teams) id')
     .option('--roles <r1,r2>', "the sender's role ids, comma-separated")
     .option('--thread <id>', 'thread id (the session key gets a :thread:<id> suffix)');
+}
+
+/** A blank channel names no channel: a usage error while parsing, as a bad --peer is. */
+export function channelFlag(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('the channel is blank (e.g. --channel telegram)');
+  return value;
 }
 
 /**

@@ -13,15 +13,50 @@ export function fixedClock(epochMs: number): Clock {
   return { now: () => epochMs };
 }
 
+// `2026-11-30`, `2026-11-30T07:00`, `…T07:00:00.123Z`, `… 07:00:00+02:00` (T or a space, any case).
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+/**
+ * Epoch ms of an ISO-8601 date or date-time, or undefined. Stricter than Date.parse, which rolls
+ * 30 February over to 2 March, reads 24:00 as the next day and ignores text after a date
+ * (`2026-11-30 (note)`): a time that is not on the calendar is refused, never guessed. Without an
+ * offset a date-time is local time (TZ), a bare date UTC midnight, as in JavaScript.
+ */
+export function parseIsoTime(text: string): number | undefined {
+  const match = ISO_TIME.exec(text);
+  if (match === null) return undefined;
+  const [, year, month, day, hour, minute, second, fraction, zone] = match;
+  const y = Number(year);
+  const mo = Number(month);
+  if (mo < 1 || mo > 12 || Number(day) < 1 || Number(day) > daysInMonth(y, mo)) return undefined;
+  if (hour !== undefined && (Number(hour) > 23 || Number(minute) > 59 || Number(second ?? 0) > 59)) return undefined;
+  let offset = '';
+  if (zone !== undefined && zone.toUpperCase() !== 'Z') {
+    const digits = zone.replace(':', '');
+    if (Number(digits.slice(1, 3)) > 23 || Number(digits.slice(3)) > 59) return undefined;
+    offset = `${digits.slice(0, 3)}:${digits.slice(3)}`;
+  } else if (zone !== undefined) offset = 'Z';
+  const canonical =
+    hour === undefined
+      ? `${year}-${month}-${day}`
+      : `${year}-${month}-${day}T${hour}:${minute}:${second ?? '00'}${fraction === undefined ? '' : fraction.slice(0, 4)}${offset}`;
+  const ms = Date.parse(canonical);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
 /** Parses `--now` values: an ISO-8601 date-time or epoch milliseconds. */
 export function parseNow(value: string, source = '--now'): number {
   const trimmed = value.trim();
   if (/^-?\d+$/.test(trimmed)) {
     const ms = Number(trimmed);
     if (Number.isSafeInteger(ms) && ms >= 0) return ms;
-  } else if (/^\d{4}-\d{2}-\d{2}/.test(trimmed)) {
-    const ms = Date.parse(trimmed);
-    if (!Number.isNaN(ms)) return ms;
+  } else {
+    const ms = parseIsoTime(trimmed);
+    if (ms !== undefined) return ms;
   }
   throw new SwitchboardError('USAGE', `${source}: "${value}" is neither an ISO-8601 time nor epoch milliseconds`, {
     hint: 'example: --now 2026-11-30T07:00:00Z or --now 1796022000000',

@@ -48,6 +48,30 @@ export class SwitchboardError extends Error {
   }
 }
 
+/**
+ * What to do about an error that carries no hint of its own, by code: the JSON error shape of the
+ * CLI contract always has `hint`, so scripts and people get a next step for every failure.
+ */
+const DEFAULT_HINTS: Record<ErrorCode, string> = {
+  INTERNAL: 'this is a bug in switchboard; please report it with the stack printed by --verbose',
+  USAGE: 'run `switchboard --help` for usage',
+  BAD_MESSAGE: 'fix the input at the line and field the message names; the other lines were handled',
+  BAD_INPUT: 'fix the input the message names, then run the command again',
+  STORE_CORRUPT: 'run `switchboard doctor` to see what is damaged; `switchboard doctor --repair` fixes it, keeping the original bytes',
+  NOT_FOUND: 'check the name or path; `switchboard sessions --all-agents` lists the sessions',
+  UNAVAILABLE: 'start the server with `switchboard serve` (same --state-dir), or give the right --socket',
+  IO: 'check free disk space and the permissions of the state dir, then retry',
+  SESSION_BUSY: 'another process holds the lock: try again, or see who holds it with `switchboard locks`',
+  STORE_BUSY: 'another process holds the lock: try again, or see who holds it with `switchboard locks`',
+  CONFIG_INVALID: 'fix the config, then check it with `switchboard config validate`',
+  NO_OWNER: 'name an owner: a binding for this channel, or agents.defaults.systemAgent; see `switchboard route explain`',
+};
+
+/** The error's own hint, else the default next step for its code. */
+export function hintOf(error: SwitchboardError): string {
+  return error.hint ?? DEFAULT_HINTS[error.code];
+}
+
 export function isSwitchboardError(err: unknown, code?: ErrorCode): err is SwitchboardError {
   return err instanceof SwitchboardError && (code === undefined || err.code === code);
 }

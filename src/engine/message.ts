@@ -1,7 +1,7 @@
 // Parsing and validating one inbound message (the NDJSON schema in cli.md). Every rejection is
 // BAD_MESSAGE naming the JSON path; routing fields go through routing's own normaliser.
 
-import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds, mayNestDeeperThan } from '../core/index.js';
+import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds, mayNestDeeperThan, parseIsoTime } from '../core/index.js';
 import { describeType, normalizeRouteInput, type RouteInput } from '../routing/index.js';
 
 export type MessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
@@ -80,9 +80,9 @@ function optionalString(obj: Record<string, unknown>, key: string, path = key): 
 function parseTimestamp(value: unknown): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return Math.floor(value);
-  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value)) {
-    const ms = Date.parse(value);
-    if (!Number.isNaN(ms)) return ms;
+  if (typeof value === 'string') {
+    const ms = parseIsoTime(value.trim());
+    if (ms !== undefined) return ms;
   }
   return fail('timestamp', 'must be an ISO-8601 time or epoch milliseconds');
 }

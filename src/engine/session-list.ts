@@ -1,8 +1,9 @@
 // Which stores a command works on, and the session listing (`sessions --json`, the server's
 // sessions.list). Read-only: nothing here writes, so a listing loads none of the write paths.
 
+import fs from 'node:fs';
 import path from 'node:path';
-import { normalizeAgentId } from '../core/index.js';
+import { SwitchboardError, normalizeAgentId } from '../core/index.js';
 import { parseSessionKey } from '../routing/index.js';
 import {
   checkSessionEntry,
@@ -29,13 +30,31 @@ export interface StoreSelection {
 export function selectStores(ctx: EngineContext, selection: StoreSelection = {}): StoreLocation[] {
   if (selection.storePath) {
     const storePath = path.resolve(selection.storePath);
+    // As doctor's: a file that is not there in a folder that is not there is a wrong path, not an empty store.
+    if (!fs.existsSync(storePath) && !fs.existsSync(path.dirname(storePath))) {
+      throw new SwitchboardError('NOT_FOUND', `no store at ${storePath}`, { hint: 'give the path of a sessions.json file', details: { path: storePath } });
+    }
     return [{ agentId: normalizeAgentId(path.basename(path.dirname(path.dirname(storePath)))), sessionsDir: path.dirname(storePath), storePath }];
   }
   const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
   const stored = agentIds.map((id) => storeFor(ctx, id));
+  if (selection.agent) checkNamedAgent(ctx, stored[0]!);
   // A server's incognito sessions are part of what it shows (they exist nowhere else).
   const { incognitoRoot } = ctx;
   return incognitoRoot === undefined ? stored : [...stored, ...agentIds.map((id) => incognitoStoreFor(incognitoRoot, id))];
+}
+
+/**
+ * `--agent X` names a configured agent, or one whose store is still on disk (an agent removed from
+ * the config keeps its sessions): anything else is a typo, and an empty listing would hide it.
+ */
+function checkNamedAgent(ctx: EngineContext, location: StoreLocation): void {
+  const known = knownAgentIds(ctx);
+  if (known.includes(location.agentId) || fs.existsSync(location.storePath)) return;
+  throw new SwitchboardError('NOT_FOUND', `no agent "${location.agentId}": not configured (known: ${known.join(', ')}) and no store at ${location.storePath}`, {
+    hint: 'see the configured agents with `switchboard config show`, or list every store with `switchboard sessions --all-agents`',
+    details: { agentId: location.agentId, known },
+  });
 }
 
 /** The transcript of an entry; an entry of the wrong shape is STORE_CORRUPT (for that entry only). */

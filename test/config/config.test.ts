@@ -72,6 +72,20 @@ describe('config validate', () => {
     assert.deepEqual(out.unusedKeys, ['gateway', 'session.typingIntervalSeconds']);
   });
 
+  test('unknown keys are a warning on stderr in text mode, and -q silences it (exit 0 either way)', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'openclaw.json'), { gateway: { port: 1 } });
+    const loud = await runCli(['config', 'validate', '--config', file, '--state-dir', dir]);
+    assert.equal(loud.code, 0, loud.stderr);
+    assert.match(loud.stderr, /warning: .*gateway/);
+    for (const quiet of ['-q', '--quiet']) {
+      const r = await runCli(['config', 'validate', '--config', file, '--state-dir', dir, quiet]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stderr, '', quiet);
+      assert.match(r.stdout, /^ok: /);
+    }
+  });
+
   test('a missing --config file is NOT_FOUND (66)', async () => {
     const r = await runCli(['config', 'validate', '--config', '/nonexistent/x.json5', '--json']);
     assert.equal(r.code, 66);

@@ -88,6 +88,22 @@ describe('parseNow', () => {
       assert.throws(() => parseNow(bad), (err: SwitchboardError) => err.code === 'USAGE', bad);
     }
   });
+
+  test('a date that is not on the calendar, or text after the time, is USAGE (never rolled over or cut off)', () => {
+    for (const bad of ['2026-02-30', '2026-04-31T00:00:00Z', '2026-11-30T24:00:00Z', '2026-11-30,', '2026-11-30 (note)', '2026-11-30T07:00:00Zjunk', '2026-11-30T07:00:00+25:00']) {
+      assert.throws(() => parseNow(bad), (err: SwitchboardError) => err.code === 'USAGE', bad);
+    }
+  });
+
+  test('the ISO-8601 forms people write: date only, minutes, seconds, fractions, Z or an offset, T or a space', () => {
+    const at = Date.parse('2026-11-30T07:00:00Z');
+    for (const good of ['2026-11-30T07:00Z', '2026-11-30T07:00:00Z', '2026-11-30 07:00:00Z', '2026-11-30t07:00:00z', '2026-11-30T07:00:00.000Z', '2026-11-30T09:00:00+02:00', '2026-11-30T09:00:00+0200']) {
+      assert.equal(parseNow(good), at, good);
+    }
+    assert.equal(parseNow('2026-11-30'), Date.parse('2026-11-30T00:00:00Z'));
+    assert.equal(parseNow('2028-02-29T00:00:00Z'), Date.parse('2028-02-29T00:00:00Z'));
+    assert.equal(parseNow('2026-11-30T07:00:00.123456Z'), at + 123);
+  });
 });
 
 describe('LineSplitter', () => {

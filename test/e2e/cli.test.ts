@@ -1,6 +1,8 @@
 // The CLI contract: exit codes, JSON errors on stderr, help with an example on every command.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { Command } from 'commander';
 import { buildProgram } from '../../src/cli/main.js';
@@ -15,10 +17,78 @@ describe('cli contract', () => {
     assert.equal(r.stdout, '');
   });
 
+  test('with --json every error on stderr is one object {error: {code, message, hint}}, whatever failed', async () => {
+    const state = tempDir();
+    const cases: [string[], string, number][] = [
+      [['bogus'], 'USAGE', 2],
+      [['route', 'resolve', '--channel', 'x', '--bogus'], 'USAGE', 2],
+      [['sessions', '--limit', 'abc'], 'USAGE', 2],
+      [['queue', 'abort'], 'USAGE', 2],
+      [['ingest', path.join(state, 'no-such-file.ndjson')], 'NOT_FOUND', 66],
+      [['ingest', state], 'IO', 74],
+    ];
+    for (const [args, code, exit] of cases) {
+      const r = await runCli([...args, '--json', '--state-dir', state]);
+      assert.equal(r.code, exit, args.join(' '));
+      assert.equal(r.stdout, '', args.join(' '));
+      const lines = r.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, `${args.join(' ')}: ${r.stderr}`);
+      const error = JSON.parse(lines[0]!).error;
+      assert.equal(error.code, code, args.join(' '));
+      assert.equal(typeof error.message, 'string');
+      assert.equal(typeof error.hint, 'string', `${args.join(' ')} has a hint`);
+      assert.ok(error.hint.length > 0);
+    }
+  });
+
+  test('a command group without its subcommand is USAGE (2); with --json stderr is the JSON error alone, naming the group', async () => {
+    for (const group of [[], ['config'], ['route'], ['sessions', 'cleanup', 'bogus']]) {
+      const r = await runCli([...group, '--json', '--state-dir', tempDir()]);
+      assert.equal(r.code, 2, group.join(' '));
+      assert.equal(r.stdout, '');
+      const lines = r.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, `${group.join(' ')}: ${r.stderr}`);
+      const error = JSON.parse(lines[0]!).error;
+      assert.equal(error.code, 'USAGE');
+      assert.doesNotMatch(error.message, /outputHelp/);
+      assert.match(error.hint, new RegExp(`switchboard ${group.slice(0, 1).join(' ')}`.trim()));
+    }
+    const text = await runCli(['config']);
+    assert.equal(text.code, 2);
+    assert.match(text.stderr, /Usage: switchboard config/);
+  });
+
   test('a bad --now is USAGE', async () => {
     const r = await runCli(['route', 'resolve', '--channel', 'x', '--now', 'yesterday', '--json']);
     assert.equal(r.code, 2);
     assert.equal(JSON.parse(r.stderr.trim()).error.code, 'USAGE');
+  });
+
+  test('a --now or SWITCHBOARD_NOW that is not on the calendar is USAGE, not a rolled-over date', async () => {
+    for (const now of ['2026-02-30', '2026-11-30T24:00:00Z', '2026-11-30 (note)']) {
+      const flag = await runCli(['route', 'resolve', '--channel', 'x', '--now', now, '--json', '--state-dir', tempDir()]);
+      assert.equal(flag.code, 2, now);
+      assert.equal(JSON.parse(flag.stderr.trim()).error.code, 'USAGE', now);
+      assert.equal(flag.stdout, '');
+      const env = await runCli(['route', 'resolve', '--channel', 'x', '--json', '--state-dir', tempDir()], { env: { SWITCHBOARD_NOW: now } });
+      assert.equal(env.code, 2, `SWITCHBOARD_NOW=${now}`);
+      assert.equal(JSON.parse(env.stderr.trim()).error.code, 'USAGE');
+    }
+  });
+
+  test('a blank --channel is a usage error (2) naming --channel, for route resolve, route explain and send; nothing is written', async () => {
+    const state = tempDir();
+    for (const args of [['route', 'resolve'], ['route', 'explain'], ['send', 'hello']]) {
+      for (const channel of ['', '   ']) {
+        const r = await runCli([...args, '--channel', channel, '--json', '--state-dir', state]);
+        assert.equal(r.code, 2, `${args.join(' ')} --channel "${channel}"`);
+        assert.equal(r.stdout, '');
+        const error = JSON.parse(r.stderr.trim()).error;
+        assert.equal(error.code, 'USAGE');
+        assert.match(error.message, /--channel/);
+      }
+    }
+    assert.equal(fs.existsSync(path.join(state, 'agents')), false);
   });
 
   test('a bad --peer is a usage error (2) naming the field; an empty id is refused', async () => {

@@ -129,6 +129,26 @@ describe('bad input', () => {
     assert.deepEqual(Object.keys(readStore(state, 'main')), ['agent:main:notes']);
   });
 
+  test('a timestamp that is not a real time (30 February, 24:00, text after it) is BAD_MESSAGE at "timestamp", never rolled over', async () => {
+    const state = tempDir();
+    const input = [
+      line({ channel: 'telegram', peer: 'direct:1', text: 'feb 30', timestamp: '2026-02-30' }),
+      line({ channel: 'telegram', peer: 'direct:1', text: 'midnight+', timestamp: '2026-11-30T24:00:00Z' }),
+      line({ channel: 'telegram', peer: 'direct:1', text: 'trailing', timestamp: '2026-11-30 (sent)' }),
+      line({ channel: 'telegram', peer: 'direct:1', text: 'fine', timestamp: '2026-11-30T07:00:00Z' }),
+    ].join('\n');
+    const r = await ingest(state, input);
+    assert.equal(r.code, 65, r.stderr);
+    assert.deepEqual(jsonLines(r.stdout).map((e) => (e.type === 'error' ? `${e.line} ${e.code}@${e.path}` : `${e.line} ${e.disposition}`)), [
+      '1 BAD_MESSAGE@timestamp',
+      '2 BAD_MESSAGE@timestamp',
+      '3 BAD_MESSAGE@timestamp',
+      '4 recorded',
+    ]);
+    const entry = readStore(state, 'main')['agent:main:main'];
+    assert.deepEqual(transcriptLines(state, 'main', entry.sessionFile).slice(1).map((l) => l.message.content[0].text), ['fine']);
+  });
+
   test('a line over 1 MiB and invalid UTF-8 are BAD_MESSAGE; nothing is written for them', async () => {
     const state = tempDir();
     const huge = line({ channel: 'x', text: 'y'.repeat(1024 * 1024) });

@@ -49,6 +49,44 @@ describe('sessions commands', () => {
     assert.match(text, /agent:work:slack:channel:c1/);
   });
 
+  test('--agent naming no configured agent and no store on disk is NOT_FOUND (66) naming the known agents, for listing, cleanup and show', async () => {
+    for (const args of [['sessions'], ['sessions', 'list'], ['sessions', 'cleanup', '--dry-run'], ['sessions', 'show', 'notes']]) {
+      const r = await cli(...args, '--agent', 'wrok', '--json');
+      assert.equal(r.code, 66, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+      const error = JSON.parse(r.stderr.trim()).error;
+      assert.equal(error.code, 'NOT_FOUND');
+      assert.match(error.message, /wrok/);
+      assert.match(error.message, /main, work/);
+    }
+    assert.equal(fs.existsSync(path.join(state, 'agents', 'wrok')), false);
+    // A configured agent with no sessions yet lists empty, and so does a store left on disk by an agent since removed.
+    const configured = await cli('sessions', '--agent', 'work', '--json');
+    assert.equal(configured.code, 0, configured.stderr);
+    fs.mkdirSync(path.join(state, 'agents', 'old', 'sessions'), { recursive: true });
+    fs.writeFileSync(path.join(state, 'agents', 'old', 'sessions', 'sessions.json'), '{}');
+    const leftOver = await cli('sessions', '--agent', 'old', '--json');
+    assert.equal(leftOver.code, 0, leftOver.stderr);
+    assert.equal(jsonLines(leftOver.stdout)[0].count, 0);
+  });
+
+  test('--store naming a file that is not there, in a folder that is not there, is NOT_FOUND (66), as for doctor', async () => {
+    const nowhere = path.join(state, 'nowhere', 'sessions.json');
+    for (const args of [['sessions'], ['sessions', 'list'], ['sessions', 'cleanup', '--dry-run']]) {
+      const r = await cli(...args, '--store', nowhere, '--json');
+      assert.equal(r.code, 66, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+      assert.equal(JSON.parse(r.stderr.trim()).error.code, 'NOT_FOUND');
+    }
+    assert.equal(fs.existsSync(path.join(state, 'nowhere')), false);
+    // A sessions folder without its sessions.json yet is a store with no sessions.
+    const empty = path.join(state, 'empty', 'sessions');
+    fs.mkdirSync(empty, { recursive: true });
+    const r = await cli('sessions', '--store', path.join(empty, 'sessions.json'), '--json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(jsonLines(r.stdout)[0].count, 0);
+  });
+
   test('show reports freshness against the reset policy', async () => {
     const fresh = jsonLines((await cli('sessions', 'show', 'agent:main:direct:1', '--json', '--now', '2026-11-30T10:30:00Z')).stdout)[0];
     assert.equal(fresh.freshness.fresh, true);
