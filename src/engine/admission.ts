@@ -33,7 +33,7 @@ import {
   droppedEventOf,
   expiredEventOf,
   isThisProcess,
-  noteDropped,
+  noteRemoved,
   orphanFailure,
   ownerRecord,
   pushOutbox,
@@ -164,8 +164,10 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     // Rotated now (no run active): what waits for an older instance expires, a pending rotation is superseded.
     delete entry.pendingReset;
     const { keep, expired } = splitByInstance(queueOf(entry), entry.sessionId);
-    for (const waiting of expired) events.push(expiredEventOf(waiting, entry.sessionId));
+    const expiries = expired.map((waiting) => expiredEventOf(waiting, entry.sessionId));
+    events.push(...expiries);
     setQueue(entry, keep);
+    noteRemoved(entry, expiries, randomUUID);
   }
   const pinned = entry.pendingReset?.newSessionId ?? entry.sessionId;
   item.plan = { ...plan, entry, rotation };
@@ -352,7 +354,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       setQueue(entry, next.queue);
       const victims = [...superseded, ...next.dropped.map((victim) => droppedEventOf(victim.item, 'cap', victim.drop))];
       events.push(...victims);
-      noteDropped(entry, victims, randomUUID);
+      noteRemoved(entry, victims, randomUUID);
       if (admission.abortActive) abortActive(deferredCommand ? 'reset' : 'interrupted by a newer message');
       if (queued.mode === 'interrupt' && !deferredCommand && entry.activeRun) {
         // What the aborted run had taken for its next step leaves with it, so the newest runs next.

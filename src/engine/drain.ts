@@ -24,6 +24,7 @@ import {
   clearDeadHolders,
   dropOutbox,
   expiredEventOf,
+  noteRemoved,
   isThisProcess,
   learnLiveness,
   orphanFailure,
@@ -153,9 +154,12 @@ function planDrain(
   }
   const queue = queueOf(entry);
   const { keep, expired } = splitByInstance(queue, entry.sessionId, entry.pendingReset?.newSessionId);
-  for (const item of expired) plan.events.push(expiredEventOf(item, entry.sessionId));
+  const expiries = expired.map((item) => expiredEventOf(item, entry.sessionId));
+  plan.events.push(...expiries);
   if (expired.length > 0) {
     setQueue(entry, keep);
+    // Recorded with the write that takes them out (the outbox just below carries them now).
+    noteRemoved(entry, expiries, randomUUID);
     changed = true;
   }
   const outbox = peekOutbox(entry);
@@ -293,14 +297,14 @@ function buildTurn(
   preRecords: NewTranscriptEntry[],
 ): TurnSpec {
   const head = turn.items[0];
-  const base = { ref, sessionId, transcript, runId: turn.runId, lane: turn.lane, spec, items: turn.items, recheck: turn.recheck, deliveryContext: head.deliveryContext };
+  const base = { ref, sessionId, transcript, runId: turn.runId, lane: turn.lane, spec, items: turn.items, recheck: turn.recheck, deliveryContext: head.deliveryContext, opening: preRecords };
   if (turn.shape === 'overflow') {
     const summary = head.summaries ?? [];
     return {
       ...base,
       shape: 'overflow',
       overflow: { dropped: head.dropped ?? summary.length, summary },
-      startRecords: [...preRecords, { type: 'queue_overflow', runId: head.runId, dropped: head.dropped ?? summary.length, summary, text: head.text }],
+      startRecords: [{ type: 'queue_overflow', runId: head.runId, dropped: head.dropped ?? summary.length, summary, text: head.text }],
       messages: [{ role: 'user', text: head.text, runId: head.runId, kind: 'overflow' }],
     };
   }
@@ -319,9 +323,9 @@ function buildTurn(
     const message: RunMessage = { role: 'user', text: prompt, runId: turn.runId, channel: head.channel, queued: turn.items.length };
     const label = sender ? senderLabel(sender) : undefined;
     if (label) message.sender = label;
-    return { ...base, shape: 'collect', startRecords: [...preRecords, { type: 'message', message: record }], messages: [message] };
+    return { ...base, shape: 'collect', startRecords: [{ type: 'message', message: record }], messages: [message] };
   }
-  return { ...base, shape: 'single', startRecords: [...preRecords, recordOfItem(head)], messages: [runMessageOf(head)] };
+  return { ...base, shape: 'single', startRecords: [recordOfItem(head)], messages: [runMessageOf(head)] };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -250,12 +250,14 @@ export function pushOutbox(entry: QueuedEntry, item: OutboxItem): void {
 }
 
 /**
- * Items the queue itself drops (cap, interrupt) leave it in a store write whose `dropped` events
- * are printed after it: a death in between must not leave them unreported. The same write puts a
- * `custom` `dropped` record per item into the outbox (appended by the session's next writer).
+ * Items the queue itself takes out — dropped (cap, interrupt) or expired (pinned to an instance
+ * a rotation replaced) — leave it in a store write whose events are printed after it: a death in
+ * between must not leave them unreported. The same write puts a `custom` record per item
+ * (customType `dropped` or `expired`, the event's fields as data) into the outbox, which the
+ * session's next writer appends to its current transcript.
  */
-export function noteDropped(entry: QueuedEntry, events: readonly DroppedEvent[], randomId: () => string): void {
-  const records = events.map(({ runId, messageId, requester, reason, sessionId, drop, kind }) => ({ type: 'custom', customType: 'dropped', data: { runId, messageId, requester, reason, sessionId, drop, kind } }));
+export function noteRemoved(entry: QueuedEntry, events: readonly (DroppedEvent | ExpiredEvent)[], randomId: () => string): void {
+  const records = events.map(({ type, sessionKey: _key, ...data }) => ({ type: 'custom', customType: type, data }));
   if (records.length > 0) pushOutbox(entry, { id: randomId(), sessionId: entry.sessionId, records });
 }
 

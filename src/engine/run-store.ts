@@ -8,7 +8,7 @@ import { toSwitchboardError } from '../core/index.js';
 import { unparkAll, type CarriedMessage, type QueueItem } from '../policy/index.js';
 import { readTranscript, updateSessionStore, type NewTranscriptEntry, type SessionStore, type StoreLocation } from '../store/index.js';
 import type { EngineContext } from './context.js';
-import { dropOutbox, droppedEventOf, isThisProcess, noteDropped, ownerRecord, pushOutbox, queueOf, setQueue, takeCancelled, type DroppedEvent, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
+import { dropOutbox, droppedEventOf, isThisProcess, noteRemoved, ownerRecord, pushOutbox, queueOf, setQueue, takeCancelled, type DroppedEvent, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
 
 /** A store update with the configured store-lock wait. */
 export function updateStore<T>(ctx: EngineContext, location: StoreLocation, mutate: (store: SessionStore) => T): Promise<T> {
@@ -117,7 +117,7 @@ export async function releaseSession(
         const queue = unparkAll(remaining.filter((item) => !(stopped && item.leasedBy === runId)));
         setQueue(entry, queue);
         // Superseded by an interrupt: the queue's decision, recorded (a stop was asked for, and answered).
-        if (reason === 'interrupt') noteDropped(entry, dropped.map((item) => droppedEventOf(item, reason)), randomUUID);
+        if (reason === 'interrupt') noteRemoved(entry, dropped.map((item) => droppedEventOf(item, reason)), randomUUID);
         // The outbox stays: what came after the run's last flush is appended by the next drain,
         // and so is what the run itself could not append (its run_failed after losing the lock).
         if (owed.length > 0) pushOutbox(entry, { id: randomUUID(), sessionId: entry.sessionId, records: owed.map((record) => record as Record<string, unknown>) });

@@ -180,7 +180,7 @@ export class LocalRun {
       } else {
         // Record first, then take the items out of the queue: a crash in between leaves them
         // claimed, never lost. The runner need not wait for that store write (it never throws).
-        const recorded = await this.writer.append([...outbox, ...turn.startRecords]);
+        const recorded = await this.writer.append([...(turn.opening ?? []), ...outbox, ...turn.startRecords]);
         if (recorded && (turn.items.length > 0 || outboxIds.length > 0)) committed = commitClaim(this.ctx, turn.ref, turn.runId, outboxIds);
         if (turn.shape === 'overflow' && turn.overflow) {
           this.emit({ type: 'overflow', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, reason: 'cap', dropped: turn.overflow.dropped, summary: turn.overflow.summary });

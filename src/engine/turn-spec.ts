@@ -15,6 +15,11 @@ export interface TurnSpec {
   spec: RunnerSpec;
   /** What the runner gets. */
   messages: RunMessage[];
+  /**
+   * A new instance's opening (its reset_notice), written first under the run's lock: before what
+   * the outbox owes the session and before the turn's own records.
+   */
+  opening?: NewTranscriptEntry[];
   /** Written under the run's lock before the runner starts (the consumed queue items). */
   startRecords: NewTranscriptEntry[];
   /** The queue items this turn claimed (left queued if the session lock cannot be had). */

@@ -81,7 +81,11 @@ describe('case 13: work queued under the old sessionId after a reset', () => {
     assert.deepEqual(eventsOf(live.events, 'reply').map((e) => [e.runId, e.sessionId, e.text]), [['fresh', reset.sessionId, 'hold: fresh start']]);
     const entry = readStore(env)[KEY];
     assert.equal(entry.sessionId, reset.sessionId);
-    assert.deepEqual(shape(transcriptOf(env, KEY)), ['reset_notice', 'user:fresh start', 'tool_call', 'tool_result', 'assistant:hold: fresh start', 'mirror:hold: fresh start']);
+    // The new instance opens with its notice; the expiries are recorded as reports (custom
+    // records naming the items, never their messages), then the new work.
+    assert.deepEqual(shape(transcriptOf(env, KEY)), ['reset_notice', 'custom:expired', 'custom:expired', 'user:fresh start', 'tool_call', 'tool_result', 'assistant:hold: fresh start', 'mirror:hold: fresh start']);
+    const reports = transcriptOf(env, KEY).filter((record: any) => record.type === 'custom' && record.customType === 'expired');
+    assert.deepEqual(reports.map((r: any) => [r.data.runId, r.data.sessionId, r.data.currentSessionId, r.data.reason]), [['q1', run.sessionId, reset.sessionId, 'rebind'], ['q2', run.sessionId, reset.sessionId, 'rebind']]);
     const archived = allTranscripts(env).find((t) => t.file.startsWith(`${run.sessionId}.jsonl.reset.`));
     assert.ok(archived, 'the old instance is archived');
     assert.deepEqual(shape(archived.records), ['user:old work', 'tool_call', 'custom:run_failed']);

@@ -120,3 +120,43 @@ for (const scenario of [
     assertStoreValid(env);
   });
 }
+
+test('acknowledged queued messages that a reset expires are reported durably, even when the process that reset the session dies before printing', async () => {
+  // Messages collected behind a run wait for their debounce once it has ended, with no run
+  // active; a `/new` from another process then rotates the session at once, and what waited for
+  // the old instance expires in that write.
+  const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { runner: queueRunner('log') } }, messages: { queue: { mode: 'collect', debounceMs: 4_000 } } }, 'sb-expirecrash-');
+  const live = new LiveIngest(env);
+  live.send(alice('q0', { runId: 'q0' }), alice('q1', { runId: 'q1' }), alice('q2', { runId: 'q2' }));
+  const acks = [await live.result(1), await live.result(2), await live.result(3)];
+  assert.deepEqual(acks.map((e) => [e.runId, e.disposition, e.persisted]), [['q0', 'started', true], ['q1', 'collected', true], ['q2', 'collected', true]]);
+  await live.waitFor((e) => e.type === 'run_ended' && e.runId === 'q0', 'the first run');
+  const before = readStore(env)[KEY].sessionId;
+
+  const filler = Array.from({ length: 5000 }, (_, i) => dm('bob', `note ${i}`, { kind: 'system' }));
+  const printed = await ingestKilledAfterCommit(env, [...filler, alice('/new', { runId: 'reset' })], () => {
+    try {
+      const entry = readStore(env)[KEY];
+      return entry.sessionId !== before && !(entry.queue ?? []).some((item: any) => ['q1', 'q2'].includes(item.runId));
+    } catch {
+      return false;
+    }
+  });
+  assert.ok(printed.length < filler.length, `the killed ingest was blocked on its output (it printed ${printed.length} events)`);
+  assert.deepEqual(printed.filter((e) => e.type === 'expired'), [], 'it died before it could report the expiries');
+
+  // Durable already: in the entry's outbox, and in the transcript once the session's next writer comes.
+  const owed = (readStore(env)[KEY].outbox ?? []).flatMap((item: any) => item.records).filter((r: any) => r.customType === 'expired');
+  assert.deepEqual(owed.map((r: any) => [r.data.runId, r.data.sessionId, r.data.reason]).sort(), [['q1', before, 'rebind'], ['q2', before, 'rebind']]);
+  live.send(alice('after the reset', { runId: 'after' }));
+  await live.waitFor((e) => e.type === 'run_ended' && e.runId === 'after', 'the next run');
+  await live.finish();
+  const expiredRecords = allTranscripts(env)
+    .flatMap((t) => t.records)
+    .filter((record) => record.type === 'custom' && record.customType === 'expired');
+  assert.deepEqual(expiredRecords.map((r) => r.data.runId).sort(), ['q1', 'q2'], 'one durable expiry record each, in the transcript');
+  const recorded = recordedRunIds(env);
+  assert.ok(recorded.includes('q0') && !recorded.includes('q1') && !recorded.includes('q2'), 'expired, so never run');
+  assert.deepEqual(readStore(env)[KEY].outbox ?? [], [], 'the outbox was emptied by the writer that appended it');
+  assertStoreValid(env);
+});
