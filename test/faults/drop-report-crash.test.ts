@@ -1,6 +1,7 @@
-// "Dropped with a report" must survive a crash: a message another process admitted, acknowledged
-// and queued, then pushed out of the queue by a newer message (the cap, an interrupt), leaves the
-// durable queue in the same sessions.json write that admits the newer one. If the process that
+// "Dropped (or expired) with a report" must survive a crash: a message another process admitted,
+// acknowledged and queued, then pushed out of the queue by a newer message (the cap, an
+// interrupt) or expired by a reset, leaves the durable queue in the same sessions.json write that
+// admits the newer one. If the process that
 // wrote it dies before it has printed the `dropped` event, the item is gone from the store and
 // nobody was told — unless the drop is recorded as durably as the removal. Real processes: a run
 // held by a file, an ingest whose stdout nobody reads (so it blocks right after its commit, before
