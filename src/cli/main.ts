@@ -126,20 +126,26 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
   return program;
 }
 
+/** The command argv runs, as far as it names one (`switchboard sessions cleanup`), and its path. */
+function commandLineOf(program: Command | undefined, argv: readonly string[]): { path: string[]; command: string } {
+  const path = program === undefined ? [] : commandPathOf(program, argv, VALUE_OPTIONS);
+  return { path, command: ['switchboard', ...path].join(' ') };
+}
+
+/** Where to read the usage of the command argv runs. */
+function usageHint(program: Command | undefined, argv: readonly string[]): string {
+  return `run \`${commandLineOf(program, argv).command} --help\` for usage`;
+}
+
 /** A parse error as the contract's JSON error: commander's message (or "missing command"), and where to read the usage. */
 function usageErrorJson(err: CommanderError, program: Command | undefined, argv: readonly string[]): { code: 'USAGE'; message: string; hint: string } {
-  const path = program === undefined ? [] : commandPathOf(program, argv, VALUE_OPTIONS);
-  const command = ['switchboard', ...path].join(' ');
+  const { path, command } = commandLineOf(program, argv);
   // commander's message for a group run without its subcommand is a placeholder, "(outputHelp)".
   const message =
     err.code === 'commander.help'
       ? `missing command: \`${command}\` needs one of ${subcommandNames(program!, path).join(', ')}`
       : err.message.replace(/^error: /, '');
-  return { code: 'USAGE', message, hint: `run \`${command} --help\` for usage` };
-}
-
-function usageHint(program: Command, argv: readonly string[]): string {
-  return `run \`${['switchboard', ...commandPathOf(program, argv, VALUE_OPTIONS)].join(' ')} --help\` for usage`;
+  return { code: 'USAGE', message, hint: usageHint(program, argv) };
 }
 
 function wantsJson(argv: string[]): boolean {
@@ -169,7 +175,7 @@ export async function main(argv: string[], streams: Streams = processStreams()):
       if (exitCode !== 0 && wantsJson(argv)) streams.stderr.write(`${JSON.stringify({ error: usageErrorJson(err, program, argv) })}\n`);
     } else {
       // A usage error found by an action (`--limit abc`) points at that command's help, as the parser's do.
-      const fallbackHint = program !== undefined && isSwitchboardError(err, 'USAGE') ? usageHint(program, argv) : undefined;
+      const fallbackHint = isSwitchboardError(err, 'USAGE') ? usageHint(program, argv) : undefined;
       exitCode = reportError(err, streams, { json: wantsJson(argv), verbose: argv.includes('--verbose') || argv.includes('-v'), fallbackHint });
     }
   }

@@ -137,7 +137,9 @@ export function reportError(err: unknown, streams: Streams, options: { json: boo
     writeJsonLine(streams.stderr, { error: { ...error.toJSON(), hint: error.hint ?? options.fallbackHint ?? hintOf(error) } });
   } else {
     streams.stderr.write(`switchboard: ${error.message}\n`);
-    if (error.hint) streams.stderr.write(`hint: ${error.hint.replace(/\n/g, '\n      ')}\n`);
+    // A usage error without its own hint names the command's --help, as with --json.
+    const hint = error.hint ?? options.fallbackHint;
+    if (hint) streams.stderr.write(`hint: ${hint.replace(/\n/g, '\n      ')}\n`);
   }
   if (options.verbose || error.code === 'INTERNAL') {
     const stack = error.code === 'INTERNAL' && error.cause instanceof Error ? error.cause.stack : error.stack;

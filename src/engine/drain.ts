@@ -16,7 +16,7 @@ import {
   type QueueItem,
 } from '../policy/index.js';
 import type { RunMessage } from '../runner/index.js';
-import { archiveFile, readSessionStore, sessionEntryProblem, transcriptSharing, withLock, type NewTranscriptEntry, type SessionStore } from '../store/index.js';
+import { archiveFile, isUsableEntry, readSessionStore, withLock, type NewTranscriptEntry, type SessionStore } from '../store/index.js';
 import { appendInStore, transactRetryingBusy } from './store-append.js';
 import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
 import {
@@ -91,11 +91,10 @@ function planDrain(
 ): DrainPlan {
   const plan: DrainPlan = { kind: 'stop', events: [], records: [], outboxIds: [], waitMs: 0 };
   const entry = store[ref.sessionKey] as QueuedEntry | undefined;
-  // A row of the wrong shape is left as it is (STORE_CORRUPT for its lines, doctor's invalid-entry):
-  // a drain would read its queue and write into whatever file it names.
-  if (!entry || sessionEntryProblem(entry, ref.location.sessionsDir) !== null) return plan;
-  // Nor a row that shares its transcript with another key: its records would land in that one.
-  if (transcriptSharing(store).sharedWith(ref.sessionKey).length > 0) return plan;
+  // A row of the wrong shape, or one sharing its transcript with another key, is left as it is
+  // (STORE_CORRUPT for its lines, a doctor finding): a drain would read its queue and write into
+  // whatever file it names — another session's, for a shared one.
+  if (!entry || !isUsableEntry(store, ref.sessionKey, ref.location.sessionsDir)) return plan;
   if (unknownHolders(entry, liveness)) return { ...plan, kind: 'need-liveness' };
   let changed = false;
   const orphan = clearDeadHolders(entry, liveness);

@@ -18,13 +18,13 @@ import {
   type StaleReason,
 } from '../policy/index.js';
 import {
+  isUsableEntry,
   listLocks,
   lockPathFor,
   memoryVolumeFor,
   parseArchiveName,
   readSessionStore,
   releaseLock,
-  sessionEntryProblem,
   transcriptSharing,
   type LockInfo,
   type SessionEntry,
@@ -280,7 +280,7 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
       const candidates: ResetCandidate[] = Object.entries(store)
         // A row of the wrong shape is never rotated here (doctor reports it): its names cannot be
         // trusted. Nor is one that shares its transcript: archiving it would take another's history.
-        .filter(([key, entry]) => !gone.has(key) && sessionEntryProblem(entry, location.sessionsDir) === null && sharing.sharedWith(key).length === 0)
+        .filter(([key]) => !gone.has(key) && isUsableEntry(store, key, location.sessionsDir, sharing))
         .map(([key, entry]) => candidateOf(key, entry));
       const due = planDueResets(candidates, ctx.config.session, now);
       resets.due += due.length;

@@ -4,7 +4,7 @@
 
 import { systemClock, toSwitchboardError } from '../core/index.js';
 
-import { readSessionStore, sessionEntryProblem, transcriptSharing, type SessionStore } from '../store/index.js';
+import { isUsableEntry, readSessionStore, transcriptSharing, type SessionStore } from '../store/index.js';
 
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { learnLiveness, ownerAlive, queueOf, runAlive, runnerFor, sessionRefKey, type Liveness, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
@@ -279,7 +279,7 @@ export async function resumeOrphanedQueues(ctx: EngineContext): Promise<number> 
       const owed = (Array.isArray(entry.outbox) && entry.outbox.length > 0) || (Array.isArray(entry.cancelledItems) && entry.cancelledItems.length > 0);
       if (!(entry.activeRun || queueOf(entry).length > 0 || entry.pendingReset || owed)) continue;
       // An entry of the wrong shape (or sharing its transcript) is never drained: nothing it names can be trusted.
-      if (sessionEntryProblem(entry, location.sessionsDir) === null && sharing.sharedWith(key).length === 0) candidates.push([key, entry]);
+      if (isUsableEntry(store, key, location.sessionsDir, sharing)) candidates.push([key, entry]);
     }
     if (candidates.length === 0) continue;
     const liveness: Liveness = new Map();

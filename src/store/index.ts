@@ -3,7 +3,7 @@
 
 export * from './paths.js';
 export * from './session-entry.js';
-export { checkNotShared, sharedTranscriptError, transcriptSharing, type TranscriptSharing } from './shared-transcripts.js';
+export { checkNotShared, isUsableEntry, sharedTranscriptError, transcriptSharing, type TranscriptSharing } from './shared-transcripts.js';
 export * from './store-fs.js';
 export { parseSessionStore, readSessionStore, serializeSessionStore, type ReadSessionStoreOptions } from './sessions-store-read.js';
 export * from './sessions-store.js';

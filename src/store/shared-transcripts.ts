@@ -9,7 +9,7 @@
 
 import { SwitchboardError } from '../core/index.js';
 import { THREAD_INFIX, TRANSCRIPT_SUFFIX } from './paths.js';
-import type { SessionStore } from './session-entry.js';
+import { sessionEntryProblem, type SessionStore } from './session-entry.js';
 
 /** `agent:<id>:cron:<job>:run:<sessionId>`: the job key and the run's sessionId. */
 const CRON_RUN_ALIAS = /^(agent:[^:]+:cron:.+):run:([^:]+)$/;
@@ -123,4 +123,13 @@ export function sharedTranscriptError(storePath: string, sessionKey: string, sha
 export function checkNotShared(storePath: string, store: SessionStore, key: string, sharing: TranscriptSharing = transcriptSharing(store)): void {
   const others = sharing.sharedWith(key);
   if (others.length > 0) throw sharedTranscriptError(storePath, key, others);
+}
+
+/**
+ * Whether the entry of `key` can be used at all: it has the shape the code relies on and names a
+ * transcript of its own. The one test behind every reader that skips unusable rows (drains,
+ * resumed queues, due resets); writers throw instead (checkSessionEntry, checkNotShared).
+ */
+export function isUsableEntry(store: SessionStore, key: string, sessionsDir: string, sharing: TranscriptSharing = transcriptSharing(store)): boolean {
+  return sessionEntryProblem(store[key], sessionsDir) === null && sharing.sharedWith(key).length === 0;
 }

@@ -41,6 +41,15 @@ describe('cli contract', () => {
     }
   });
 
+  test('a usage error an action finds (--limit abc) names the command\'s --help, in text as with --json', async () => {
+    const state = tempDir();
+    const text = await runCli(['sessions', '--limit', 'abc', '--state-dir', state]);
+    assert.equal(text.code, 2);
+    assert.match(text.stderr, /^hint: run `switchboard sessions --help` for usage$/m);
+    const json = await runCli(['sessions', '--limit', 'abc', '--json', '--state-dir', state]);
+    assert.equal(JSON.parse(json.stderr.trim()).error.hint, 'run `switchboard sessions --help` for usage');
+  });
+
   test('a command group without its subcommand is USAGE (2); with --json stderr is the JSON error alone, naming the group', async () => {
     for (const group of [[], ['config'], ['route'], ['sessions', 'cleanup', 'bogus']]) {
       const r = await runCli([...group, '--json', '--state-dir', tempDir()]);
