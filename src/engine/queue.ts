@@ -75,6 +75,8 @@ function stores(ctx: EngineContext): StoreLocation[] {
 }
 
 interface SessionFilter {
+  /** The key or session id asked for. */
+  wanted: string;
   matches: (key: string, entry: QueuedEntry) => boolean;
   /** A bare key with no owner to give it to: the error, unless it turns out to be a session id. */
   noOwner?: SwitchboardError;
@@ -91,7 +93,7 @@ function sessionFilter(ctx: EngineContext, session: string | undefined): Session
     if (err instanceof SwitchboardError && err.code === 'NO_OWNER') noOwner = noCommandAgent(ctx, `session key "${wanted}"`);
     key = undefined;
   }
-  return { matches: (candidate, entry) => candidate === key || entry.sessionId === wanted, noOwner };
+  return { wanted, matches: (candidate, entry) => candidate === key || entry.sessionId === wanted, noOwner };
 }
 
 /** Whether the entry holds any queue state at all (most do not: they need no shape check here). */
@@ -165,7 +167,11 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
       }
     }
   }
-  if (!matched && filter?.noOwner !== undefined) throw filter.noOwner;
+  // A session that is not there is NOT_FOUND, as for `queue abort` and `sessions show`; one that
+  // is there with nothing queued lists nothing.
+  if (!matched && filter !== undefined) {
+    throw filter.noOwner ?? new SwitchboardError('NOT_FOUND', `no session "${filter.wanted}"`, { hint: 'list sessions with `switchboard sessions --all-agents`' });
+  }
   listing.items.sort((a, b) => a.enqueuedAt - b.enqueuedAt || (a.sessionKey < b.sessionKey ? -1 : a.sessionKey > b.sessionKey ? 1 : a.position - b.position));
   listing.active.sort((a, b) => a.startedAt - b.startedAt || (a.sessionKey < b.sessionKey ? -1 : 1));
   return listing;

@@ -214,7 +214,8 @@ describe('queue commands', () => {
     assert.deepEqual([listed.json.items[0].owner.pid, listed.json.items[0].owner.alive], [live.child.pid, true], 'the live ingest drains the queue');
     assert.deepEqual(Object.keys(listed.json.active[0]).slice(0, 5), ['runId', 'sessionKey', 'sessionId', 'pid', 'startedAt']);
     const other = await queueCli(env, ['queue', '--session', 'agent:main:direct:nobody', '--json']);
-    assert.deepEqual(other.json, { items: [], active: [] });
+    assert.equal(other.code, 66, `a session that is not there is NOT_FOUND, as for queue abort: ${other.stdout}`);
+    assert.equal(JSON.parse(other.stderr.trim()).error.code, 'NOT_FOUND');
     const text = await queueCli(env, ['queue']);
     assert.match(text.stdout, /Active run/);
     assert.match(text.stdout, /\bC\b/);
@@ -244,6 +245,8 @@ describe('queue commands', () => {
     assert.deepEqual(shape(transcriptOf(env, KEY)), ['user:active', 'tool_call', 'custom:run_failed']);
     const after = await queueCli(env, ['queue', '--json']);
     assert.deepEqual(after.json, { items: [], active: [] });
+    const quiet = await queueCli(env, ['queue', 'list', '--session', KEY, '--json']);
+    assert.deepEqual([quiet.code, quiet.json], [0, { items: [], active: [] }], 'a session that is there with nothing queued lists nothing');
     const helpText = await queueCli(env, ['queue', 'cancel', '--help']);
     assert.match(helpText.stdout, /Example/);
   });
