@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { findSession, transcriptFileOf } from '../engine/index.js';
-import { listLocks, releaseLock, type ReleaseLockResult } from '../store/index.js';
+import { SwitchboardError, isSwitchboardError } from '../core/index.js';
+import { LOCK_SUFFIX, listLocks, releaseLock, type ReleaseLockResult } from '../store/index.js';
 import { addDestructiveFlags, dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
 import { formatAge, table } from './format.js';
@@ -75,9 +76,15 @@ async function runRelease(ctx: CliContext, targets: string[]): Promise<number> {
   const lockTargets: string[] = [];
   for (const target of targets) {
     let lockTarget = target;
-    if (!fs.existsSync(target)) {
-      // Not a path: a session key or id names the lock of its current transcript.
-      const found = await findSession(await ctx.engine(), target);
+    // A path is a file, or a lock whose file is gone (a transcript deleted under a stale lock).
+    if (!fs.existsSync(target) && !fs.existsSync(`${target}${LOCK_SUFFIX}`)) {
+      // Else a session key or id names the lock of its current transcript.
+      const found = await findSession(await ctx.engine(), target).catch((err: unknown) => {
+        if (isSwitchboardError(err, 'NOT_FOUND') && target.includes('/')) {
+          throw new SwitchboardError('NOT_FOUND', `no lock at ${target}: neither the file nor its lock is there (and no session has that name)`, { hint: 'list locks with `switchboard locks`' });
+        }
+        throw err;
+      });
       lockTarget = transcriptFileOf(found.location, found.entry);
     }
     if (!lockTargets.includes(lockTarget)) lockTargets.push(lockTarget);

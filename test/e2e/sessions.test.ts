@@ -156,7 +156,24 @@ describe('locks command', () => {
     assert.deepEqual(jsonLines(list.stdout)[0], { locks: [] });
     const release = await runCli(['locks', 'release', path.join(state, 'nothing.jsonl'), '--json', '--state-dir', state]);
     assert.equal(release.code, 66);
+    assert.match(JSON.parse(release.stderr.trim()).error.message, /^no lock at .*nothing\.jsonl/, 'a path is answered as a path, not as a session name');
   });
+});
+
+test('locks release PATH clears the lock of a dead holder whose transcript is gone', async () => {
+  const state = tempDir();
+  const r = await runCli(['send', 'hi', '--channel', 'x', '--state-dir', state, '--json']);
+  const transcript = path.join(state, 'agents', 'main', 'sessions', `${jsonLines(r.stdout)[0].sessionId}.jsonl`);
+  const holder = spawn(process.execPath, [fileURLToPath(new URL('../fixtures/lock-holder-child.js', import.meta.url)), JSON.stringify({ target: transcript, behaviour: 'hold', sessionKey: 'agent:main:main', runId: 'run-8' })], { stdio: ['pipe', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve) => holder.stdout.on('data', (d: Buffer) => d.toString().includes('held') && resolve()));
+  const gone = new Promise((resolve) => holder.on('exit', resolve));
+  holder.kill('SIGKILL');
+  await gone;
+  fs.rmSync(transcript);
+  const released = await runCli(['locks', 'release', transcript, '--json', '--state-dir', state]);
+  assert.equal(released.code, 0, released.stderr);
+  assert.equal(jsonLines(released.stdout)[0].lockPath, `${transcript}.lock`);
+  assert.equal(fs.existsSync(`${transcript}.lock`), false);
 });
 
 test('locks shows a live holder; release refuses it (75) unless --force', async () => {
