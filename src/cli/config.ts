@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
 import { normalizeAgentId, toSwitchboardError } from '../core/index.js';
 import { agentRunnerConfig, sharedDmWarnings } from '../engine/index.js';
-import { displayTimeZone, resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
+import { displayTimeZone, queueConfigWarnings, resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
 import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
@@ -38,7 +38,7 @@ async function configWarnings(ctx: CliContext): Promise<string[]> {
   // An OpenClaw file has many keys switchboard does not use: one line for all of them, not one each.
   const unused = findUnknownKeys(loaded.config);
   const unusedLine = unused.length > 0 ? [`${unused.length} key${unused.length > 1 ? 's' : ''} not used by switchboard (ignored): ${unused.join(', ')}`] : [];
-  return [...table.warnings, ...unusedLine];
+  return [...table.warnings, ...unusedLine, ...queueConfigWarnings(loaded.config.messages?.queue)];
 }
 
 async function runShow(ctx: CliContext): Promise<number> {

@@ -59,6 +59,7 @@ export {
   normalizeDropPolicy,
   parseQueueDirective,
   resolveQueueSettings,
+  queueConfigWarnings,
   applyQueueDirective,
   describeQueueSettings,
   DEFAULT_QUEUE_MODE,

@@ -62,6 +62,28 @@ export function normalizeDropPolicy(value: unknown): DropPolicy | undefined {
   return lookupAlias(DROP_ALIASES, value);
 }
 
+/**
+ * Warnings for `messages.queue` values that do not normalise: they are not errors (each falls
+ * through to the next layer, as queue.md says), but a typo like `mode: "stear"` would otherwise
+ * go unnoticed while every message quietly takes the default.
+ */
+export function queueConfigWarnings(config: QueueConfig | undefined): string[] {
+  if (config === undefined || config === null || typeof config !== 'object') return [];
+  const modes = `a queue mode (${[...new Set(Object.values(MODE_ALIASES))].join(', ')} or an alias)`;
+  const warnings: string[] = [];
+  const check = (value: unknown, path: string, valid: (value: unknown) => unknown, what: string, fallback: string): void => {
+    if (value !== undefined && valid(value) === undefined) warnings.push(`${path}: ${JSON.stringify(value)} is not ${what}; ignored (${fallback} applies)`);
+  };
+  check(config.mode, 'messages.queue.mode', normalizeQueueMode, modes, `the default "${DEFAULT_QUEUE_MODE}"`);
+  check(config.drop, 'messages.queue.drop', normalizeDropPolicy, 'a drop policy (old, new, summarize or an alias)', `the default "${DEFAULT_DROP_POLICY}"`);
+  if (config.byChannel !== null && typeof config.byChannel === 'object') {
+    for (const [channel, mode] of Object.entries(config.byChannel)) {
+      check(mode, `messages.queue.byChannel.${channel}`, normalizeQueueMode, modes, 'messages.queue.mode or the default');
+    }
+  }
+  return warnings;
+}
+
 export interface QueueDirective {
   /** A `/queue` directive was present (even an invalid or empty one). */
   found: boolean;

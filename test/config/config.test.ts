@@ -32,6 +32,18 @@ describe('config validate', () => {
     assert.match(r.stderr, /agents\.list\[0\]\.id/);
   });
 
+  test('a messages.queue value that does not normalise is a warning (exit 0) in validate and doctor', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'c.json'), { messages: { queue: { mode: 'stear', byChannel: { slack: 'collect', telegram: 'later' } } } });
+    const r = await runCli(['config', 'validate', '--config', file, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const { warnings } = jsonLines(r.stdout)[0];
+    assert.deepEqual(warnings.map((w: string) => w.split(':')[0]), ['messages.queue.mode', 'messages.queue.byChannel.telegram']);
+    const doctor = await runCli(['doctor', '--config', file, '--state-dir', dir, '--json']);
+    assert.equal(doctor.code, 0, doctor.stderr);
+    assert.deepEqual(jsonLines(doctor.stdout)[0].config.warnings, warnings);
+  });
+
   test('a JSON5 syntax error names the line and exits 78', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'c.json5');

@@ -10,6 +10,7 @@ import {
   normalizeDropPolicy,
   normalizeQueueMode,
   parseQueueDirective,
+  queueConfigWarnings,
   resolveQueueSettings,
   type QueueSettingsInput,
 } from '../../src/policy/index.js';
@@ -345,5 +346,19 @@ describe('describeQueueSettings', () => {
   it('names each value', () => {
     const line = describeQueueSettings(resolveQueueSettings({ messageQueue: { mode: 'collect', debounceMs: 2000, cap: 3 } }));
     for (const part of ['collect', '2s', '3', 'summarize']) assert.ok(line.includes(part), part);
+  });
+});
+
+describe('queueConfigWarnings', () => {
+  it('names each messages.queue value that does not normalise, and nothing else', () => {
+    assert.deepEqual(queueConfigWarnings(undefined), []);
+    assert.deepEqual(queueConfigWarnings({ mode: ' Follow-Ups ', drop: 'OLDEST', byChannel: { telegram: 'coalesce' }, cap: 3 }), []);
+    const warnings = queueConfigWarnings({ mode: 'stear', drop: 'sideways', byChannel: { telegram: 'collect', slack: 'later' } } as QueueConfig);
+    assert.equal(warnings.length, 3, warnings.join('\n'));
+    assert.match(warnings[0]!, /^messages\.queue\.mode: "stear" is not a queue mode .*default "steer"/);
+    assert.match(warnings[1]!, /^messages\.queue\.drop: "sideways" is not a drop policy .*default "summarize"/);
+    assert.match(warnings[2]!, /^messages\.queue\.byChannel\.slack: "later" is not a queue mode/);
+    // What the warnings say is what resolution does: the bad value falls through.
+    assert.equal(resolveQueueSettings({ config: { mode: 'stear', byChannel: { slack: 'later' } }, channel: 'slack' }).mode, 'steer');
   });
 });

@@ -35,6 +35,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, normalizeAgentId } from '../../core/index.js';
 import { findUnknownKeys } from '../../config/index.js';
+import { queueConfigWarnings } from '../../policy/index.js';
 import type { StoreLocation } from '../../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from '../context.js';
 import { selectStores, type StoreSelection } from '../session-list.js';
@@ -80,7 +81,7 @@ const STEPS: readonly DoctorStep[] = [
 /** Checks (and with `repair`, fixes) the selected stores; never throws for a damaged store. */
 export async function runDoctor(ctx: EngineContext, options: DoctorOptions = {}): Promise<DoctorReport> {
   const repair = options.repair === true;
-  const warnings = [...findUnknownKeys(ctx.config).map((p) => `unknown key ${p} (ignored)`), ...ctx.table.warnings];
+  const warnings = [...findUnknownKeys(ctx.config).map((p) => `unknown key ${p} (ignored)`), ...ctx.table.warnings, ...queueConfigWarnings(ctx.config.messages?.queue)];
   const stores: DoctorStoreReport[] = [];
   for (const location of await doctorStores(ctx, options)) {
     stores.push(await checkStore(ctx, location, repair, options.onProgress));
