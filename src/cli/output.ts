@@ -12,7 +12,15 @@ export interface Streams {
 }
 
 export function processStreams(): Streams {
-  return { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env };
+  return {
+    // Made on first use: creating process.stdin costs ~2 ms, and most commands never read it.
+    get stdin() {
+      return process.stdin;
+    },
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+  };
 }
 
 export interface Painter {

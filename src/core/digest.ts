@@ -1,11 +1,24 @@
 // The one content digest of the store (entry hashes in the journal, digests of long messageIds).
 
-import * as crypto from 'node:crypto';
+import { createRequire } from 'node:module';
 
-/** crypto.hash (Node ≥ 20.12): one call, about twice as fast as createHash().update().digest() on a few KB. */
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
+type Crypto = typeof import('node:crypto');
+
+/**
+ * SHA-256 → base64url, made on the first digest: core is loaded by every command, and importing
+ * node:crypto (~3 ms of start-up) is a cost that most of them, the listing among them, never use.
+ */
+let digest: ((text: string) => string) | undefined;
+
+function makeDigest(): (text: string) => string {
+  const crypto = createRequire(import.meta.url)('node:crypto') as Crypto;
+  /** crypto.hash (Node ≥ 20.12): one call, about twice as fast as createHash().update().digest() on a few KB. */
+  const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
+  return oneShot !== undefined ? (text) => oneShot('sha256', text, 'base64url') : (text) => crypto.createHash('sha256').update(text).digest('base64url');
+}
 
 /** SHA-256 of a string's UTF-8 bytes, base64url. */
 export function sha256Base64url(text: string): string {
-  return oneShot !== undefined ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text).digest('base64url');
+  digest ??= makeDigest();
+  return digest(text);
 }

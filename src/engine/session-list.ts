@@ -166,6 +166,9 @@ function rowOf({ location, incognito, key, entry, updatedAt, sharing }: Candidat
   const sharedWith = shape === null ? sharing().sharedWith(key) : [];
   const problem = shape ?? (sharedWith.length > 0 ? { reason: `it names the same transcript as ${sharedWith.join(', ')}` } : null);
   const model = entry.modelOverride ?? entry.model;
+  const tokens = tokenCountsOf(entry);
+  // Fields written out, not spread from tokenCountsOf: a spread in the literal copied through a
+  // temporary object per row.
   const row: SessionRow = {
     agentId: location.agentId,
     key,
@@ -178,7 +181,10 @@ function rowOf({ location, incognito, key, entry, updatedAt, sharing }: Candidat
     sessionStartedAt: shape === null ? (entry.sessionStartedAt ?? null) : null,
     lastInteractionAt: shape === null ? (entry.lastInteractionAt ?? null) : null,
     model: typeof model === 'string' ? model : null,
-    ...tokenCountsOf(entry),
+    inputTokens: tokens.inputTokens,
+    outputTokens: tokens.outputTokens,
+    totalTokens: tokens.totalTokens,
+    contextTokens: tokens.contextTokens,
     pinned: entry.pinned === true,
     // transcriptFileOf() would repeat the shape check just made; the name is still checked.
     transcriptBytes: shape === null ? storedFileSizeSync(transcriptPathIn(location, entryTranscriptName(entry))) : null,

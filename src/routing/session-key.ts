@@ -160,9 +160,16 @@ export interface ParsedSessionKey {
   threadId?: string;
 }
 
+/** `agent:<agentId>:<rest>`; one object, not a RegExp made per call (a listing parses every key it shows). */
+const AGENT_KEY = /^agent:([^:]+):(.+)$/;
+
+function isPeerKindPart(part: string | undefined): boolean {
+  return part === 'direct' || part === 'group' || part === 'channel';
+}
+
 /** Splits an `agent:` key into its parts; a malformed key is an error, never a guess. */
 export function parseSessionKey(key: string, mainKey = 'main'): ParsedSessionKey {
-  const match = /^agent:([^:]+):(.+)$/.exec(key);
+  const match = AGENT_KEY.exec(key);
   if (!match || normalizeAgentId(match[1]) !== match[1]) {
     throw new SwitchboardError('BAD_INPUT', `malformed session key "${key}": expected agent:<agentId>:<rest>`, {
       details: { sessionKey: key },
@@ -181,13 +188,20 @@ export function parseSessionKey(key: string, mainKey = 'main'): ParsedSessionKey
   if (base === mainKey) parsed.kind = 'main';
   else if (parts[0] === 'cron') parsed.kind = 'cron';
   else if (parts[0] === 'subagent') parsed.kind = 'subagent';
-  else if (parts[0] === 'direct') Object.assign(parsed, { kind: 'direct', peerKind: 'direct', peerId: parts.slice(1).join(':') });
-  else {
+  else if (parts[0] === 'direct') {
+    // Fields set one by one, no Object.assign or findIndex closure per key.
+    parsed.kind = 'direct';
+    parsed.peerKind = 'direct';
+    parsed.peerId = parts.slice(1).join(':');
+  } else {
     // <channel>:[<account>:]<direct|group|channel>:<peerId>; the peer id may itself contain ':'.
-    const kindAt = parts.findIndex((part, i) => i > 0 && i <= 2 && (part === 'direct' || part === 'group' || part === 'channel'));
+    const kindAt = isPeerKindPart(parts[1]) ? 1 : isPeerKindPart(parts[2]) ? 2 : -1;
     if (kindAt > 0) {
       const peerKind = parts[kindAt] as PeerKind;
-      Object.assign(parsed, { kind: peerKind, channel: parts[0], peerKind, peerId: parts.slice(kindAt + 1).join(':') });
+      parsed.kind = peerKind;
+      parsed.channel = parts[0];
+      parsed.peerKind = peerKind;
+      parsed.peerId = parts.slice(kindAt + 1).join(':');
     }
   }
   return parsed;

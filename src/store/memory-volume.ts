@@ -202,7 +202,8 @@ export function isInMemory(filePath: string): boolean {
 /**
  * Size of a stored file wherever it lives; null when there is none. Synchronous on purpose: a
  * stat of a file whose metadata is cached costs microseconds, while the thread-pool round trip of
- * fs.promises.stat costs several times more (57 ms vs 340 ms for 10 000 transcripts).
+ * fs.promises.stat costs several times more (57 ms vs 340 ms for 10 000 transcripts; bounded
+ * batches of 4–16 in flight: 50–75 ms vs 140–195 ms).
  */
 export function storedFileSizeSync(filePath: string): number | null {
   const volume = memoryVolumeFor(filePath);

@@ -196,20 +196,33 @@ const isTime = (value: unknown): boolean => typeof value === 'number' && Number.
  * must be finite. Checked by name because a writer turns an infinite number into null, and null
  * would pass a check for infinite numbers alone.
  */
-const NESTED_TIMES = { activeRun: ['startedAt'], queueOwner: ['since'], pendingReset: ['requestedAt'] } as const;
+const NESTED_TIMES = [
+  ['activeRun', 'startedAt'],
+  ['queueOwner', 'since'],
+  ['pendingReset', 'requestedAt'],
+] as const;
 const QUEUE_ITEM_TIMES = ['enqueuedAt', 'wallAt'] as const;
+const NO_ITEMS: readonly Record<string, unknown>[] = [];
+
+/*
+ * The checks below run once per entry, 10 000 times in a listing, mostly before V8 has optimised
+ * them: indexed loops over constant lists, because a for…of there (and array destructuring)
+ * allocates an iterator and a result object per step in unoptimised code, which made the shape
+ * check allocate ~2 KB per entry and run several times slower.
+ */
 
 function nestedTimeProblem(row: Record<string, unknown>): SessionEntryProblem | null {
-  for (const [field, names] of Object.entries(NESTED_TIMES)) {
+  for (let i = 0; i < NESTED_TIMES.length; i++) {
+    const field = NESTED_TIMES[i]![0];
+    const name = NESTED_TIMES[i]![1];
     const value = row[field] as Record<string, unknown> | undefined;
     if (value === undefined) continue;
-    for (const name of names) {
-      if (value[name] !== undefined && !isTime(value[name])) return { field: `${field}.${name}`, reason: `${field}.${name} is ${describeValue(value[name])}, not a time in epoch ms` };
-    }
+    if (value[name] !== undefined && !isTime(value[name])) return { field: `${field}.${name}`, reason: `${field}.${name} is ${describeValue(value[name])}, not a time in epoch ms` };
   }
-  const queue = (row.queue ?? []) as Record<string, unknown>[];
+  const queue = (row.queue ?? NO_ITEMS) as readonly Record<string, unknown>[];
   for (let at = 0; at < queue.length; at++) {
-    for (const name of QUEUE_ITEM_TIMES) {
+    for (let i = 0; i < QUEUE_ITEM_TIMES.length; i++) {
+      const name = QUEUE_ITEM_TIMES[i]!;
       const value = queue[at]![name];
       if (value !== undefined && !isTime(value)) return { field: `queue[${at}].${name}`, reason: `queue[${at}].${name} is ${describeValue(value)}, not a time in epoch ms` };
     }
@@ -224,6 +237,7 @@ function nestedTimeProblem(row: Record<string, unknown>): SessionEntryProblem | 
  * one found, so walking a long list of legacy pairs builds no strings.
  */
 function nonFinitePath(value: unknown): string | null {
+  if (!hasNonFiniteNumber(value)) return null;
   const nodes: unknown[] = [value];
   const parents: number[] = [-1];
   const keys: (string | number)[] = [''];
@@ -251,6 +265,40 @@ function nonFinitePath(value: unknown): string | null {
 }
 
 /**
+ * Whether nonFinitePath would find a number: the same walk without the bookkeeping for a path
+ * (three lists per entry), which only the rare entry that has one needs.
+ */
+function hasNonFiniteNumber(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node === 'number') {
+      if (!Number.isFinite(node)) return true;
+    } else if (typeof node === 'object' && node !== null) {
+      if (Array.isArray(node)) {
+        for (let i = 0; i < node.length; i++) {
+          const child: unknown = node[i];
+          if (typeof child === 'number' || (typeof child === 'object' && child !== null)) pending.push(child);
+        }
+      } else {
+        const record = node as Record<string, unknown>;
+        const names = Object.keys(record);
+        for (let i = 0; i < names.length; i++) {
+          const child = record[names[i]!];
+          if (typeof child === 'number' || (typeof child === 'object' && child !== null)) pending.push(child);
+        }
+      }
+    }
+  }
+  return false;
+}
+
+/** Optional fields of an entry by the type they must have. */
+const ENTRY_TIMES = ['sessionStartedAt', 'lastInteractionAt'] as const;
+const ENTRY_OBJECTS = ['origin', 'deliveryContext', 'activeRun', 'queueOwner', 'pendingReset'] as const;
+const ENTRY_LISTS = ['queue', 'outbox'] as const;
+
+/**
  * THE shape check of one sessions.json entry: what every reader relies on before it uses an
  * entry (file names it resolves, numbers it compares, objects and lists it walks). Unknown fields
  * and labels are not judged here: the schema (doctor) covers those and nothing breaks on them.
@@ -272,14 +320,17 @@ export function sessionEntryProblem(entry: unknown, sessionsDir: string): Sessio
     if (problem !== null) return { field: 'sessionFile', reason: `sessionFile ${problem}` };
   }
   if (!isTime(row.updatedAt)) return { field: 'updatedAt', reason: `updatedAt is ${describeValue(row.updatedAt)}, not a time in epoch ms` };
-  for (const field of ['sessionStartedAt', 'lastInteractionAt'] as const) {
+  for (let i = 0; i < ENTRY_TIMES.length; i++) {
+    const field = ENTRY_TIMES[i]!;
     const value = row[field];
     if (value !== undefined && value !== null && !isTime(value)) return { field, reason: `${field} is ${describeValue(value)}, not a time in epoch ms` };
   }
-  for (const field of ['origin', 'deliveryContext', 'activeRun', 'queueOwner', 'pendingReset'] as const) {
+  for (let i = 0; i < ENTRY_OBJECTS.length; i++) {
+    const field = ENTRY_OBJECTS[i]!;
     if (row[field] !== undefined && !isObject(row[field])) return { field, reason: `${field} is ${describeValue(row[field])}, not an object` };
   }
-  for (const field of ['queue', 'outbox'] as const) {
+  for (let i = 0; i < ENTRY_LISTS.length; i++) {
+    const field = ENTRY_LISTS[i]!;
     const list = row[field];
     if (list === undefined) continue;
     if (!Array.isArray(list)) return { field, reason: `${field} is ${describeValue(list)}, not a list` };
@@ -327,13 +378,19 @@ export function checkSessionEntry(storePath: string, sessionKey: string, entry: 
   return entry as SessionEntry;
 }
 
+/** What path.basename reads as path syntax (separators, and a drive's colon on Windows). */
+const PATH_SYNTAX = /[/\\:]/;
+
 /**
  * The transcript file name (in the sessions folder) of a checked entry: its sessionFile — the
  * name itself, or the last part of OpenClaw's absolute path, which the check proved is in that
  * folder — else `<sessionId>.jsonl` (entries of other tools).
  */
 export function entryTranscriptName(entry: SessionEntry): string {
-  return typeof entry.sessionFile === 'string' ? path.basename(entry.sessionFile) : `${entry.sessionId}${TRANSCRIPT_SUFFIX}`;
+  const file = entry.sessionFile;
+  if (typeof file !== 'string') return `${entry.sessionId}${TRANSCRIPT_SUFFIX}`;
+  // A bare name (what switchboard writes) is its own basename; path.basename would walk it.
+  return PATH_SYNTAX.test(file) ? path.basename(file) : file;
 }
 
 /** The sessionFile grammar of sessions.schema.json: a transcript of some session. */
