@@ -155,7 +155,7 @@ async function planRound(
   const sharing = transcriptSharing(store);
   for (;;) {
     const effects: BatchEffects = { starts: [], aborts: [], observe: new Map(), drains: new Map() };
-    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait };
+    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait, planned: new Set() };
     let retry = false;
     for (const item of items) {
       if (failed.has(item)) continue;

@@ -126,8 +126,14 @@ export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 
   return next;
 }
 
-/** Plans the effect of one message on its session entry (undefined entry = a new address). */
-export function planSessionMessage(existing: PlannedEntry | undefined, message: PlanMessage, ctx: PlanContext): SessionPlan {
+/**
+ * Plans the effect of one message on its session entry (undefined entry = a new address). The
+ * planned entry is a copy; with `editInPlace`, the caller says that `existing` is already its own
+ * copy (made earlier in the same planning pass, held by nobody else), and a message that keeps
+ * the instance edits it instead of copying it again — a batch plans dozens of messages per
+ * session, and each copy lived as long as the batch.
+ */
+export function planSessionMessage(existing: PlannedEntry | undefined, message: PlanMessage, ctx: PlanContext, editInPlace = false): SessionPlan {
   const { now } = ctx;
   if (existing && message.messageId !== undefined) {
     const seenAt = messageIdSeenAt(existing, message.messageId);
@@ -152,9 +158,8 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
       lastInteractionAt: now,
     };
   } else {
-    entry = { ...existing };
-    shareMemory(existing, entry);
     let reason: RotationReason | undefined;
+    let model: string | undefined;
     if (message.kind === 'cron') {
       // Cron jobs never reuse history: every run is a fresh instance.
       reason = 'cron';
@@ -164,7 +169,7 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
         reason = 'command';
         text = trigger.rest === '' ? undefined : trigger.rest;
         commandOnly = text === undefined;
-        if (trigger.model) entry.model = entry.modelOverride = trigger.model;
+        model = trigger.model;
       } else {
         // Only real user messages find a session stale; heartbeats and system events never
         // start a new instance (`switchboard maintain` applies due resets without a message).
@@ -172,6 +177,13 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
         if (!freshness.fresh) reason = freshness.staleReason;
       }
     }
+    // A new instance is always a new object: the entry the earlier messages planned stays as it was.
+    if (editInPlace && reason === undefined) entry = existing;
+    else {
+      entry = { ...existing };
+      shareMemory(existing, entry);
+    }
+    if (model) entry.model = entry.modelOverride = model;
     if (reason) {
       rotation = { reason, previousSessionId: existing.sessionId, previousSessionFile: existing.sessionFile };
       entry = rotateEntry(entry, ctx, message.threadId);
