@@ -1,7 +1,7 @@
 // An addressed message as the later steps see it: the planner's input and context (with the
 // delivery rule's view of the session), its transcript record, and who asked for it.
 
-import { randomUUID } from 'node:crypto';
+import { newUuid } from '../core/index.js';
 import type { PlanContext, PlanMessage } from '../policy/index.js';
 import { lookupIdentityLink } from '../routing/index.js';
 import type { NewTranscriptEntry, StoreLocation } from '../store/index.js';
@@ -51,7 +51,7 @@ export function planContextFor(ctx: EngineContext, location: StoreLocation, sess
     sessionKey,
     session: ctx.config.session,
     now,
-    newSessionId: randomUUID,
+    newSessionId: newUuid,
     transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
     ...deliveryContextFor(ctx, sessionKey),
   };
