@@ -29,19 +29,15 @@ export function planMessageOf(item: Addressed): PlanMessage {
 /** The transcript record of one inbound message (user and cron turns are user messages). */
 export function messageRecord(item: Addressed, text: string | undefined, now: number): NewTranscriptEntry {
   const { message } = item;
-  const meta: Record<string, unknown> = { channel: message.route.channel, runId: item.runId };
-  if (message.messageId !== undefined) meta.messageId = message.messageId;
-  if (message.sender) meta.sender = message.sender;
-  if (message.route.threadId) meta.threadId = message.route.threadId;
-  if (message.kind === 'heartbeat' || message.kind === 'system') {
-    return { type: 'custom', customType: message.kind, data: { text: text ?? null, timestamp: message.timestamp ?? now, ...meta } };
-  }
-  const record: Record<string, unknown> = {
-    role: 'user',
-    content: [{ type: 'text', text: text ?? '' }],
-    timestamp: message.timestamp ?? now,
-    ...meta,
-  };
+  // Built field by field in the written order (one is made per message: no spread of a shared part).
+  const custom = message.kind === 'heartbeat' || message.kind === 'system';
+  const record: Record<string, unknown> = custom
+    ? { text: text ?? null, timestamp: message.timestamp ?? now, channel: message.route.channel, runId: item.runId }
+    : { role: 'user', content: [{ type: 'text', text: text ?? '' }], timestamp: message.timestamp ?? now, channel: message.route.channel, runId: item.runId };
+  if (message.messageId !== undefined) record.messageId = message.messageId;
+  if (message.sender) record.sender = message.sender;
+  if (message.route.threadId) record.threadId = message.route.threadId;
+  if (custom) return { type: 'custom', customType: message.kind, data: record };
   if (message.cronJobId) record.cron = { jobId: message.cronJobId };
   return { type: 'message', message: record };
 }

@@ -293,19 +293,20 @@ export function planDelivery(entry: Pick<PlannedEntry, 'deliveryContext' | 'deli
     const replyTo = current ?? own;
     return { own, replyTo, replySource: current ? 'session' : own ? 'message' : 'none', movesSessionAddress: first, claimsOwner: false, why: first ? 'the session has no address yet' : `a ${message.kind} message never moves the session's address` };
   }
-  const reply = own ? { replyTo: own, replySource: 'message' as const } : { replyTo: current, replySource: current ? ('session' as const) : ('none' as const) };
-  if (!own) return { own, ...reply, movesSessionAddress: false, claimsOwner: false, why: 'the message has no peer to answer' };
+  if (!own) return { own, replyTo: current, replySource: current ? 'session' : 'none', movesSessionAddress: false, claimsOwner: false, why: 'the message has no peer to answer' };
+  // With a peer, a user message is answered on its own route. (Each plan is one literal: this
+  // runs for every message, and spreading a shared part into each was most of its cost.)
   if (owner) {
     const moves = isOwnerMessage(owner, message, ctx.identityOf);
     const who = `${owner.channel}:${owner.peer.kind}:${owner.peer.id}${owner.pinned ? ' (pinned)' : ''}`;
-    return { own, ...reply, movesSessionAddress: moves, claimsOwner: false, why: moves ? `the sender is the session's owner ${who}` : `the session's owner is ${who}; another sender never moves its address` };
+    return { own, replyTo: own, replySource: 'message', movesSessionAddress: moves, claimsOwner: false, why: moves ? `the sender is the session's owner ${who}` : `the session's owner is ${who}; another sender never moves its address` };
   }
   if (ctx.sharedAddress) {
-    if (message.peer?.kind === 'direct') return { own, ...reply, movesSessionAddress: true, claimsOwner: true, why: 'the first DM sender of a shared session becomes its owner' };
+    if (message.peer?.kind === 'direct') return { own, replyTo: own, replySource: 'message', movesSessionAddress: true, claimsOwner: true, why: 'the first DM sender of a shared session becomes its owner' };
     const first = current === undefined;
-    return { own, ...reply, movesSessionAddress: first, claimsOwner: false, why: first ? 'the session has no address yet' : 'only a DM from its owner moves a shared session\'s address' };
+    return { own, replyTo: own, replySource: 'message', movesSessionAddress: first, claimsOwner: false, why: first ? 'the session has no address yet' : 'only a DM from its owner moves a shared session\'s address' };
   }
-  return { own, ...reply, movesSessionAddress: true, claimsOwner: false, why: 'every sender of this session is its owner' };
+  return { own, replyTo: own, replySource: 'message', movesSessionAddress: true, claimsOwner: false, why: 'every sender of this session is its owner' };
 }
 
 /** Channels whose targets name the peer's kind: a bare id there is read as a channel. */
