@@ -352,9 +352,45 @@ async function writeFully(fh: AppendableFile, payload: Buffer): Promise<void> {
   }
 }
 
-async function fsyncDirectory(dir: string): Promise<void> {
-  // makes the new directory entry durable, not only the file's data
-  if (isInMemory(dir)) return;
+/**
+ * Makes the new directory entry durable, not only the file's data. Appends that created files in
+ * one folder share the folder's fsyncs: a caller joins the next fsync that starts after it asked
+ * (one already running may have started before its file existed), so a batch that creates a
+ * thousand transcripts makes a few fsyncs of their folder instead of a thousand in a row.
+ */
+function fsyncDirectory(dir: string): Promise<void> {
+  if (isInMemory(dir)) return Promise.resolve();
+  let state = directorySyncs.get(dir);
+  if (state === undefined) directorySyncs.set(dir, (state = { running: null, queued: null }));
+  if (state.queued !== null) return state.queued;
+  if (state.running === null) return startDirectorySync(dir, state);
+  const after = state.running.catch(() => undefined);
+  const queued = after.then(() => {
+    state.queued = null;
+    return startDirectorySync(dir, state);
+  });
+  state.queued = queued;
+  return queued;
+}
+
+interface DirectorySync {
+  running: Promise<void> | null;
+  /** Starts when `running` has ended; everyone who asks meanwhile waits for it. */
+  queued: Promise<void> | null;
+}
+
+const directorySyncs = new Map<string, DirectorySync>();
+
+function startDirectorySync(dir: string, state: DirectorySync): Promise<void> {
+  const running = syncDirectoryOnce(dir).finally(() => {
+    if (state.running === running) state.running = null;
+    if (state.running === null && state.queued === null && directorySyncs.get(dir) === state) directorySyncs.delete(dir);
+  });
+  state.running = running;
+  return running;
+}
+
+async function syncDirectoryOnce(dir: string): Promise<void> {
   const dh = await fsp.open(dir, 'r');
   try {
     await dh.sync();
