@@ -223,7 +223,12 @@ async function runIngest(ctx: CliContext, file: string | undefined): Promise<num
   let acknowledgedLine = 0;
   const { stoppedAfterLine } = await ingestStream(engine, input, async (events) => {
     for (const event of events) {
-      out.line(JSON.stringify(event));
+      // Written as it fills (64 KiB), not once for the batch: a batch's lines held until its end
+      // were one more copy of its results for the garbage collector to move.
+      if (out.line(JSON.stringify(event))) {
+        await out.flush();
+        if (!outputClosed(ctx.streams.stdout)) acknowledgedLine = event.line;
+      }
       if (event.type === 'error') tally.errors++;
       else {
         tally.results++;

@@ -8,5 +8,6 @@ export * from './ndjson.js';
 export * from './state-dir.js';
 export { inPool } from './pool.js';
 export { sha256Base64url } from './digest.js';
+export { newUuid } from './uuid.js';
 export { RECENT_ID_MAX_CHARS, readRecentIds, recentIdKey, recentIdLine, withoutRecentIds, writeRecentIds, type RecentId } from './recent-ids.js';
 export { packageRoot } from './package-root.js';

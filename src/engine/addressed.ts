@@ -1,7 +1,7 @@
 // An addressed message as the later steps see it: the planner's input and context (with the
 // delivery rule's view of the session), its transcript record, and who asked for it.
 
-import { randomUUID } from 'node:crypto';
+import { newUuid } from '../core/index.js';
 import type { PlanContext, PlanMessage } from '../policy/index.js';
 import { lookupIdentityLink } from '../routing/index.js';
 import type { NewTranscriptEntry, StoreLocation } from '../store/index.js';
@@ -29,19 +29,15 @@ export function planMessageOf(item: Addressed): PlanMessage {
 /** The transcript record of one inbound message (user and cron turns are user messages). */
 export function messageRecord(item: Addressed, text: string | undefined, now: number): NewTranscriptEntry {
   const { message } = item;
-  const meta: Record<string, unknown> = { channel: message.route.channel, runId: item.runId };
-  if (message.messageId !== undefined) meta.messageId = message.messageId;
-  if (message.sender) meta.sender = message.sender;
-  if (message.route.threadId) meta.threadId = message.route.threadId;
-  if (message.kind === 'heartbeat' || message.kind === 'system') {
-    return { type: 'custom', customType: message.kind, data: { text: text ?? null, timestamp: message.timestamp ?? now, ...meta } };
-  }
-  const record: Record<string, unknown> = {
-    role: 'user',
-    content: [{ type: 'text', text: text ?? '' }],
-    timestamp: message.timestamp ?? now,
-    ...meta,
-  };
+  // Built field by field in the written order (one is made per message: no spread of a shared part).
+  const custom = message.kind === 'heartbeat' || message.kind === 'system';
+  const record: Record<string, unknown> = custom
+    ? { text: text ?? null, timestamp: message.timestamp ?? now, channel: message.route.channel, runId: item.runId }
+    : { role: 'user', content: [{ type: 'text', text: text ?? '' }], timestamp: message.timestamp ?? now, channel: message.route.channel, runId: item.runId };
+  if (message.messageId !== undefined) record.messageId = message.messageId;
+  if (message.sender) record.sender = message.sender;
+  if (message.route.threadId) record.threadId = message.route.threadId;
+  if (custom) return { type: 'custom', customType: message.kind, data: record };
   if (message.cronJobId) record.cron = { jobId: message.cronJobId };
   return { type: 'message', message: record };
 }
@@ -51,7 +47,7 @@ export function planContextFor(ctx: EngineContext, location: StoreLocation, sess
     sessionKey,
     session: ctx.config.session,
     now,
-    newSessionId: randomUUID,
+    newSessionId: newUuid,
     transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
     ...deliveryContextFor(ctx, sessionKey),
   };

@@ -91,4 +91,9 @@ export interface AdmitEnv {
   now: number;
   nowWall: number;
   noWait: boolean;
+  /**
+   * Entries the record-only plan made in this pass (copies now in the store, held by no one
+   * else): the session's next message edits its entry in place instead of copying it again.
+   */
+  planned: Set<object>;
 }

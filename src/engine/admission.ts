@@ -104,9 +104,12 @@ export function admitItem(store: SessionStore, item: Addressed, env: AdmitEnv): 
   }
   item.outcome = undefined;
   const existing = Object.hasOwn(store, item.sessionKey) ? (store[item.sessionKey] as PlannedEntry) : undefined;
-  const plan = planSessionMessage(existing, planMessageOf(item), planContextOf(env, item.sessionKey));
+  const plan = planSessionMessage(existing, planMessageOf(item), planContextOf(env, item.sessionKey), existing !== undefined && env.planned.has(existing));
   item.plan = plan;
-  if (!plan.duplicate) store[item.sessionKey] = plan.entry as SessionEntry;
+  if (!plan.duplicate) {
+    store[item.sessionKey] = plan.entry as SessionEntry;
+    env.planned.add(plan.entry);
+  }
 }
 
 /** One message of a store with a runner: plan, rotation (now or deferred), command or queue admission. */

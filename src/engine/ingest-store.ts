@@ -2,9 +2,8 @@
 // plan (every line alone), journal, append the records (fsync), keep the entries of the sessions
 // whose records are down (docs/write-path.md). Used by ingestBatch in ingest.ts.
 
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SwitchboardError, inPool, isSwitchboardError, systemClock } from '../core/index.js';
+import { SwitchboardError, inPool, isSwitchboardError, newUuid, systemClock } from '../core/index.js';
 import { forgetMessageId } from '../policy/index.js';
 import {
   archiveFile,
@@ -90,7 +89,7 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
     work.items.push(item);
   }
   // Ids are fixed now so that the journal can name the records before they are written.
-  for (const work of bySession.values()) for (const entry of work.entries) entry.id ??= randomUUID();
+  for (const work of bySession.values()) for (const entry of work.entries) entry.id ??= newUuid();
   return { work: [...bySession.values()], rotations };
 }
 
@@ -155,7 +154,7 @@ async function planRound(
   const sharing = transcriptSharing(store);
   for (;;) {
     const effects: BatchEffects = { starts: [], aborts: [], observe: new Map(), drains: new Map() };
-    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait };
+    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait, planned: new Set() };
     let retry = false;
     for (const item of items) {
       if (failed.has(item)) continue;

@@ -7,8 +7,7 @@
 // recorded". Every line fails alone: bad input is refused before the shared work, a line whose plan
 // throws is taken out and the rest re-planned, a busy or failing transcript fails only its session.
 
-import { randomUUID } from 'node:crypto';
-import { EXIT_CODES, SwitchboardError, describeLineError, isSwitchboardError, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
+import { EXIT_CODES, SwitchboardError, describeLineError, isSwitchboardError, newUuid, toSwitchboardError, type ErrorCode, type NdjsonLine } from '../core/index.js';
 import { cronSessionKey, normalizeExplicitSessionKey, parseSessionKey, resolveRoute } from '../routing/index.js';
 import type { StoreLocation } from '../store/index.js';
 import { requesterOf } from './addressed.js';
@@ -75,7 +74,7 @@ function explicitKeyOf(ctx: EngineContext, raw: string): string {
 
 /** Routing or the explicit/cron key families: where this message lives. */
 function address(ctx: EngineContext, line: number, message: InboundMessage): Addressed {
-  const runId = message.runId ?? randomUUID();
+  const runId = message.runId ?? newUuid();
   if (message.sessionKey !== undefined) {
     const sessionKey = explicitKeyOf(ctx, message.sessionKey);
     const { agentId } = parseSessionKey(sessionKey);

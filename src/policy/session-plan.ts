@@ -126,8 +126,14 @@ export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 
   return next;
 }
 
-/** Plans the effect of one message on its session entry (undefined entry = a new address). */
-export function planSessionMessage(existing: PlannedEntry | undefined, message: PlanMessage, ctx: PlanContext): SessionPlan {
+/**
+ * Plans the effect of one message on its session entry (undefined entry = a new address). The
+ * planned entry is a copy; with `editInPlace`, the caller says that `existing` is already its own
+ * copy (made earlier in the same planning pass, held by nobody else), and a message that keeps
+ * the instance edits it instead of copying it again — a batch plans dozens of messages per
+ * session, and each copy lived as long as the batch.
+ */
+export function planSessionMessage(existing: PlannedEntry | undefined, message: PlanMessage, ctx: PlanContext, editInPlace = false): SessionPlan {
   const { now } = ctx;
   if (existing && message.messageId !== undefined) {
     const seenAt = messageIdSeenAt(existing, message.messageId);
@@ -152,9 +158,8 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
       lastInteractionAt: now,
     };
   } else {
-    entry = { ...existing };
-    shareMemory(existing, entry);
     let reason: RotationReason | undefined;
+    let model: string | undefined;
     if (message.kind === 'cron') {
       // Cron jobs never reuse history: every run is a fresh instance.
       reason = 'cron';
@@ -164,7 +169,7 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
         reason = 'command';
         text = trigger.rest === '' ? undefined : trigger.rest;
         commandOnly = text === undefined;
-        if (trigger.model) entry.model = entry.modelOverride = trigger.model;
+        model = trigger.model;
       } else {
         // Only real user messages find a session stale; heartbeats and system events never
         // start a new instance (`switchboard maintain` applies due resets without a message).
@@ -172,6 +177,13 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
         if (!freshness.fresh) reason = freshness.staleReason;
       }
     }
+    // A new instance is always a new object: the entry the earlier messages planned stays as it was.
+    if (editInPlace && reason === undefined) entry = existing;
+    else {
+      entry = { ...existing };
+      shareMemory(existing, entry);
+    }
+    if (model) entry.model = entry.modelOverride = model;
     if (reason) {
       rotation = { reason, previousSessionId: existing.sessionId, previousSessionFile: existing.sessionFile };
       entry = rotateEntry(entry, ctx, message.threadId);
@@ -281,19 +293,20 @@ export function planDelivery(entry: Pick<PlannedEntry, 'deliveryContext' | 'deli
     const replyTo = current ?? own;
     return { own, replyTo, replySource: current ? 'session' : own ? 'message' : 'none', movesSessionAddress: first, claimsOwner: false, why: first ? 'the session has no address yet' : `a ${message.kind} message never moves the session's address` };
   }
-  const reply = own ? { replyTo: own, replySource: 'message' as const } : { replyTo: current, replySource: current ? ('session' as const) : ('none' as const) };
-  if (!own) return { own, ...reply, movesSessionAddress: false, claimsOwner: false, why: 'the message has no peer to answer' };
+  if (!own) return { own, replyTo: current, replySource: current ? 'session' : 'none', movesSessionAddress: false, claimsOwner: false, why: 'the message has no peer to answer' };
+  // With a peer, a user message is answered on its own route. (Each plan is one literal: this
+  // runs for every message, and spreading a shared part into each was most of its cost.)
   if (owner) {
     const moves = isOwnerMessage(owner, message, ctx.identityOf);
     const who = `${owner.channel}:${owner.peer.kind}:${owner.peer.id}${owner.pinned ? ' (pinned)' : ''}`;
-    return { own, ...reply, movesSessionAddress: moves, claimsOwner: false, why: moves ? `the sender is the session's owner ${who}` : `the session's owner is ${who}; another sender never moves its address` };
+    return { own, replyTo: own, replySource: 'message', movesSessionAddress: moves, claimsOwner: false, why: moves ? `the sender is the session's owner ${who}` : `the session's owner is ${who}; another sender never moves its address` };
   }
   if (ctx.sharedAddress) {
-    if (message.peer?.kind === 'direct') return { own, ...reply, movesSessionAddress: true, claimsOwner: true, why: 'the first DM sender of a shared session becomes its owner' };
+    if (message.peer?.kind === 'direct') return { own, replyTo: own, replySource: 'message', movesSessionAddress: true, claimsOwner: true, why: 'the first DM sender of a shared session becomes its owner' };
     const first = current === undefined;
-    return { own, ...reply, movesSessionAddress: first, claimsOwner: false, why: first ? 'the session has no address yet' : 'only a DM from its owner moves a shared session\'s address' };
+    return { own, replyTo: own, replySource: 'message', movesSessionAddress: first, claimsOwner: false, why: first ? 'the session has no address yet' : 'only a DM from its owner moves a shared session\'s address' };
   }
-  return { own, ...reply, movesSessionAddress: true, claimsOwner: false, why: 'every sender of this session is its owner' };
+  return { own, replyTo: own, replySource: 'message', movesSessionAddress: true, claimsOwner: false, why: 'every sender of this session is its owner' };
 }
 
 /** Channels whose targets name the peer's kind: a bare id there is read as a channel. */

@@ -174,6 +174,21 @@ describe('appending', () => {
     assert.deepEqual(entries.map((e) => e.n), Array.from({ length: 40 }, (_, n) => n));
     assertChained(entries);
   });
+
+  test('first appends to many new files of one folder at once (they share the folder fsyncs) all complete, each file whole', async () => {
+    const dir = tempDir();
+    const files = Array.from({ length: 60 }, (_, n) => path.join(dir, `s-${n}.jsonl`));
+    const results = await Promise.all(files.map((file, n) => appendToTranscript(file, { type: 'custom', n }, { session: { ...session, sessionId: `s-${n}` }, clock })));
+    assert.ok(results.every((result) => result.createdFile && result.wroteHeader));
+    // A second wave while the first wave's folder fsyncs may still be settling.
+    const more = Array.from({ length: 20 }, (_, n) => path.join(dir, `t-${n}.jsonl`));
+    await Promise.all([...more.map((file, n) => appendToTranscript(file, { type: 'custom', n }, { session: { ...session, sessionId: `t-${n}` }, clock })), ...files.slice(0, 5).map((file) => appendToTranscript(file, { type: 'custom', again: true }, { clock }))]);
+    for (const [n, file] of [...files, ...more].entries()) {
+      const lines = rawLines(file);
+      assert.equal(JSON.parse(lines[0]!).type, 'session', file);
+      assert.equal(lines.length, n < 5 ? 3 : 2, file);
+    }
+  });
 });
 
 describe('the write lock', () => {
