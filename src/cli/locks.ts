@@ -26,7 +26,7 @@ export function registerLockCommands(program: Command, hooks: ProgramHooks): voi
   addDestructiveFlags(
     locks
       .command('release')
-      .argument('<key-or-path...>', 'session keys or ids, transcript or sessions.json paths, or .lock paths')
+      .argument('<key-or-path...>', 'session keys or ids, transcript or sessions.json paths (also of a file that is gone, if its lock is there), or .lock paths')
       .option('--force', 'release even a live holder within its max hold (it then stops writing)'),
   )
     .description('clear locks; refuses a live, in-time holder unless --force (then nothing is released)')

@@ -26,7 +26,7 @@ Examples:
     );
   queue
     .command('list', { isDefault: true })
-    .option('--session <key>', 'only this session (key or session id)')
+    .option('--session <key>', 'only this session (key or session id; one that is not there is NOT_FOUND, exit 66)')
     .description('queued and parked items (oldest first) and active runs')
     .addHelpText('after', '\nJSON: {items: [{runId, messageId, requester, sessionKey, sessionId, mode, state, enqueuedAt, text, …, owner}], active: [{runId, sessionKey, sessionId, pid, startedAt, …}]}\n\nExample:\n  $ switchboard queue list --session agent:main:direct:alice --json')
     .action(hooks.action((ctx: CliContext) => runList(ctx)));

@@ -49,6 +49,11 @@ export function noCommandAgent(ctx: EngineContext, what: string): SwitchboardErr
   });
 }
 
+/** The NOT_FOUND of a session key or id that no store holds (`sessions show`, `queue …`, `locks release`). */
+export function noSuchSession(wanted: string): SwitchboardError {
+  return new SwitchboardError('NOT_FOUND', `no session "${wanted}"`, { hint: 'list sessions with `switchboard sessions --all-agents`' });
+}
+
 /** Every agent that may have a store: the configured agents, else the default agent. */
 export function knownAgentIds(ctx: EngineContext): string[] {
   const ids = ctx.table.agents.map((agent) => agent.id);

@@ -5,7 +5,7 @@ import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import { checkSessionEntry, isInMemory, readSessionStore, sessionEntryProblem, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
-import { incognitoStoreFor, knownAgentIds, noCommandAgent, type EngineContext } from './context.js';
+import { incognitoStoreFor, knownAgentIds, noCommandAgent, noSuchSession, type EngineContext } from './context.js';
 import { userInfo } from 'node:os';
 import type { QueueItem } from '../policy/index.js';
 import {
@@ -170,7 +170,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
   // A session that is not there is NOT_FOUND, as for `queue abort` and `sessions show`; one that
   // is there with nothing queued lists nothing.
   if (!matched && filter !== undefined) {
-    throw filter.noOwner ?? new SwitchboardError('NOT_FOUND', `no session "${filter.wanted}"`, { hint: 'list sessions with `switchboard sessions --all-agents`' });
+    throw filter.noOwner ?? noSuchSession(filter.wanted);
   }
   listing.items.sort((a, b) => a.enqueuedAt - b.enqueuedAt || (a.sessionKey < b.sessionKey ? -1 : a.sessionKey > b.sessionKey ? 1 : a.position - b.position));
   listing.active.sort((a, b) => a.startedAt - b.startedAt || (a.sessionKey < b.sessionKey ? -1 : 1));

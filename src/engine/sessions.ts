@@ -26,7 +26,7 @@ import {
   type TranscriptReadStats,
 } from '../store/index.js';
 import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
-import { noCommandAgent, sessionLockOptions, storeFor, transcriptNameFor, type EngineContext } from './context.js';
+import { noCommandAgent, noSuchSession, sessionLockOptions, storeFor, transcriptNameFor, type EngineContext } from './context.js';
 import { THIS_PROCESS, isThisProcess, queueOf, type QueuedEntry, type SessionRef } from './queue-state.js';
 import { updateStore } from './run-store.js';
 import { executeTurn, type RunHost } from './runs.js';
@@ -69,7 +69,7 @@ export async function findSession(ctx: EngineContext, keyOrId: string, selection
     }
   }
   if (noOwner !== undefined) throw noOwner;
-  throw new SwitchboardError('NOT_FOUND', `no session "${wanted}"`, { hint: 'list sessions with `switchboard sessions --all-agents`' });
+  throw noSuchSession(wanted);
 }
 
 export interface SessionDetails extends FoundSession {

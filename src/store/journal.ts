@@ -9,12 +9,13 @@
 // Message ids whose records are missing are taken out of the duplicate memory, so a resend of a
 // message that never reached the disk is recorded, not answered "duplicate".
 
-import { closeSync, constants as fsConstants, fstatSync, fsync, ftruncateSync, lstatSync, openSync, readFileSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, lstatSync, openSync, readFileSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, errnoOf, ioError, sha256Base64url, withoutRecentIds } from '../core/index.js';
+import { SwitchboardError, ioError, sha256Base64url, withoutRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { resolveInside } from './paths.js';
 import { openRegularDescriptor } from './regular-file.js';
+import { fsyncDescriptor, fsyncFolder } from './store-fs.js';
 import type { SessionEntry, SessionStore } from './session-entry.js';
 import { readTranscript } from './transcript-read.js';
 
@@ -87,12 +88,12 @@ export async function writeJournal(storePath: string, sessions: JournalSession[]
     const journal = openRegularDescriptor(file, WRITE_FLAGS, 0o600);
     try {
       writeAll(journal.fd, Buffer.from(`${JSON.stringify(body)}\n`, 'utf8'));
-      await fsyncFd(journal.fd);
+      await fsyncDescriptor(journal.fd);
     } finally {
       closeSync(journal.fd);
     }
     // A new name must be durable before the records it describes are.
-    if (!existed) await fsyncDir(path.dirname(file));
+    if (!existed) await fsyncFolder(path.dirname(file));
   } catch (err) {
     if (err instanceof SwitchboardError) throw err;
     throw ioError(`could not write the journal ${file}`, err);
@@ -105,10 +106,6 @@ function writeAll(fd: number, bytes: Buffer): void {
     if (written <= 0) throw Object.assign(new Error('write made no progress'), { code: 'ENOSPC' });
     offset += written;
   }
-}
-
-function fsyncFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())));
 }
 
 function lstatOrNull(file: string): Stats | null {
@@ -133,17 +130,6 @@ export async function clearJournal(storePath: string): Promise<void> {
     }
   } catch {
     // Missing, not a regular file, or not truncatable: recovery's hash rule makes a stale journal harmless.
-  }
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const fd = openSync(dir, 'r');
-  try {
-    await fsyncFd(fd);
-  } catch (err) {
-    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw err;
-  } finally {
-    closeSync(fd);
   }
 }
 

@@ -9,7 +9,7 @@ import { SwitchboardError, errnoOf } from '../core/index.js';
 import type { LockHandle } from './lock.js';
 import { FILE_MODE, resolveInside } from './paths.js';
 import { ioError, readStoreBytes } from './sessions-store-read.js';
-import type { FileIdentity, StoreFileSystem } from './store-fs.js';
+import { FOLDER_FSYNC_UNSUPPORTED, type FileIdentity, type StoreFileSystem } from './store-fs.js';
 
 /**
  * What one lock holding knows about the sessions.json in place: the file it read (identity, or
@@ -181,9 +181,6 @@ async function refreshBackup(
     throw ioError(err, 'keep the backup copy of', storePath);
   }
 }
-
-/** Folders that cannot be fsynced on this platform/file system are not an error. */
-const FOLDER_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR']);
 
 async function fsyncFolder(fs: StoreFileSystem, dir: string): Promise<void> {
   try {

@@ -51,8 +51,26 @@ export interface StoreFileSystem {
 }
 
 /** fsync of an open descriptor, off the main thread: the one call here that waits for the disk. */
-function fsyncDescriptor(fd: number): Promise<void> {
+export function fsyncDescriptor(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())));
+}
+
+/** Folders that cannot be fsynced on this platform/file system are not an error. */
+export const FOLDER_FSYNC_UNSUPPORTED: ReadonlySet<string> = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR']);
+
+/**
+ * fsync of a folder, so that a name created or renamed in it survives a power loss: the one folder
+ * fsync of the store's journal and transcripts (sessions.json goes through StoreFileSystem.fsyncPath).
+ */
+export async function fsyncFolder(dir: string): Promise<void> {
+  const fd = openSync(dir, 'r');
+  try {
+    await fsyncDescriptor(fd);
+  } catch (err) {
+    if (!FOLDER_FSYNC_UNSUPPORTED.has(errnoOf(err) ?? '')) throw err;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

@@ -9,6 +9,7 @@ import { SwitchboardError, errnoOf, ioError, newUuid, systemClock, type Clock } 
 import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
 import { isInMemory, memoryVolumeFor, type AppendableFile } from './memory-volume.js';
 import { openRegularDescriptor } from './regular-file.js';
+import { fsyncFolder } from './store-fs.js';
 import { parseRecord } from './transcript-read.js';
 
 export const TRANSCRIPT_VERSION = 3;
@@ -382,7 +383,7 @@ interface DirectorySync {
 const directorySyncs = new Map<string, DirectorySync>();
 
 function startDirectorySync(dir: string, state: DirectorySync): Promise<void> {
-  const running = syncDirectoryOnce(dir).finally(() => {
+  const running = fsyncFolder(dir).finally(() => {
     if (state.running === running) state.running = null;
     if (state.running === null && state.queued === null && directorySyncs.get(dir) === state) directorySyncs.delete(dir);
   });
@@ -390,14 +391,6 @@ function startDirectorySync(dir: string, state: DirectorySync): Promise<void> {
   return running;
 }
 
-async function syncDirectoryOnce(dir: string): Promise<void> {
-  const dh = await fsp.open(dir, 'r');
-  try {
-    await dh.sync();
-  } finally {
-    await dh.close();
-  }
-}
 
 function rememberTail(file: string, tail: CachedTail): void {
   if (tailCache.size >= TAIL_CACHE_LIMIT && !tailCache.has(file)) tailCache.clear();
