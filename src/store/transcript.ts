@@ -391,7 +391,6 @@ function startDirectorySync(dir: string, state: DirectorySync): Promise<void> {
   return running;
 }
 
-
 function rememberTail(file: string, tail: CachedTail): void {
   if (tailCache.size >= TAIL_CACHE_LIMIT && !tailCache.has(file)) tailCache.clear();
   tailCache.set(file, tail);
