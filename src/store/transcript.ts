@@ -10,14 +10,9 @@ import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock
 import { isInMemory, memoryVolumeFor, type AppendableFile } from './memory-volume.js';
 import { openRegularDescriptor } from './regular-file.js';
 import { fsyncFolder } from './store-fs.js';
-import { parseRecord } from './transcript-read.js';
+import { forgetTail, rememberTail, transcriptTail } from './transcript-tail.js';
 
 export const TRANSCRIPT_VERSION = 3;
-const NEWLINE = 0x0a;
-/** First backwards read when looking for the last record; doubles while a line is longer. */
-const TAIL_CHUNK_BYTES = 64 * 1024;
-/** Bounds the per-process cache of (file identity, size) → last entry id. */
-const TAIL_CACHE_LIMIT = 10_000;
 
 /**
  * The marks of an assistant message that is a record, not model output: OpenClaw 2026.7.1 keeps
@@ -210,23 +205,6 @@ function validateEntry(entry: NewTranscriptEntry, index: number): NewTranscriptE
   return entry;
 }
 
-interface TailInfo {
-  endsWithNewline: boolean;
-  /** Some complete record (at least the header) exists. */
-  hasRecord: boolean;
-  lastEntryId: string | null;
-}
-
-interface CachedTail {
-  dev: number;
-  ino: number;
-  size: number;
-  lastEntryId: string | null;
-}
-
-/** What this process last wrote per file; valid only while identity and size still match. */
-const tailCache = new Map<string, CachedTail>();
-
 async function appendUnderLock(
   file: string,
   entries: readonly NewTranscriptEntry[],
@@ -248,11 +226,7 @@ async function appendUnderLock(
     // We hold the lock that covers this file, so what fstat said at open still holds.
     const stat = openedAs ?? (await fh.stat());
     sizeBefore = stat.size;
-    const cached = tailCache.get(file);
-    const tail: TailInfo =
-      cached !== undefined && cached.dev === stat.dev && cached.ino === stat.ino && cached.size === stat.size
-        ? { endsWithNewline: true, hasRecord: true, lastEntryId: cached.lastEntryId }
-        : await inspectTail(fh, stat.size);
+    const tail = await transcriptTail(file, fh, stat);
 
     const startedFreshLine = stat.size > 0 && !tail.endsWithNewline;
     const wroteHeader = !tail.hasRecord;
@@ -292,7 +266,7 @@ async function appendUnderLock(
     rememberTail(file, { dev: stat.dev, ino: stat.ino, size: stat.size + payload.length, lastEntryId: parentId });
     return { entries: written, createdFile, wroteHeader, startedFreshLine, bytesWritten: payload.length };
   } catch (err) {
-    tailCache.delete(file);
+    forgetTail(file);
     // After losing the lock the file may already be someone else's to write: leave it alone.
     const lockLost = err instanceof SwitchboardError && (err.code === 'SESSION_BUSY' || err.code === 'STORE_BUSY');
     if (!lockLost && (wroteSomething || createdFile)) await rollBack(fh, file, sizeBefore, createdFile);
@@ -391,11 +365,6 @@ function startDirectorySync(dir: string, state: DirectorySync): Promise<void> {
   return running;
 }
 
-function rememberTail(file: string, tail: CachedTail): void {
-  if (tailCache.size >= TAIL_CACHE_LIMIT && !tailCache.has(file)) tailCache.clear();
-  tailCache.set(file, tail);
-}
-
 function headerLine(file: string, session: TranscriptSessionInfo | undefined, clock: Clock): string {
   if (session === undefined || typeof session.sessionId !== 'string' || session.sessionId === '') {
     throw new SwitchboardError('INTERNAL', `transcript ${file} has no header yet and no session info was given to create it`, {
@@ -438,85 +407,4 @@ function serialise(record: TranscriptEntry, index: number): string {
   } catch (err) {
     throw new SwitchboardError('BAD_INPUT', `transcript entry ${index} cannot be written as JSON`, { cause: err });
   }
-}
-
-/**
- * Reads backwards from the end until the last complete record: whether the file ends with a
- * newline, and the id of the last entry. Cost is the size of the last line(s), not of the file.
- */
-async function inspectTail(fh: AppendableFile, size: number): Promise<TailInfo> {
-  if (size === 0) return { endsWithNewline: true, hasRecord: false, lastEntryId: null };
-  let buffer = Buffer.alloc(0);
-  let bufferStart = size; // buffer holds file bytes [bufferStart, bufferStart + buffer.length)
-  let chunk = TAIL_CHUNK_BYTES;
-  const readEarlier = async (): Promise<boolean> => {
-    if (bufferStart === 0) return false;
-    const length = Math.min(chunk, bufferStart);
-    const bytes = Buffer.alloc(length);
-    const start = bufferStart - length;
-    let read = 0;
-    while (read < length) {
-      const { bytesRead } = await fh.read(bytes, read, length - read, start + read);
-      if (bytesRead === 0) break;
-      read += bytesRead;
-    }
-    buffer = Buffer.concat([bytes.subarray(0, read), buffer]);
-    bufferStart = start;
-    chunk *= 2; // a very long line costs O(its length), not O(length² / chunk)
-    return true;
-  };
-  /** Absolute offset of the last newline before `end`, -1 when not in the buffer (yet). */
-  const newlineBefore = (end: number): number => {
-    const relative = end - 1 - bufferStart;
-    if (relative < 0) return -1;
-    const found = buffer.lastIndexOf(NEWLINE, relative);
-    return found < 0 ? -1 : found + bufferStart;
-  };
-
-  await readEarlier();
-  const endsWithNewline = buffer[buffer.length - 1] === NEWLINE;
-  let sawRecord = false;
-  // A torn final segment is still a candidate: if it parses, the fresh-line rule makes it a
-  // complete line, so it counts as the last record (readers count it too).
-  let end = endsWithNewline ? size - 1 : size;
-  for (;;) {
-    let start: number;
-    for (;;) {
-      const newline = newlineBefore(end);
-      if (newline >= 0) {
-        start = newline + 1;
-        break;
-      }
-      if (!(await readEarlier())) {
-        start = 0;
-        break;
-      }
-    }
-    const record = parseRecord(buffer.subarray(start - bufferStart, end - bufferStart));
-    if (record !== null) {
-      if (record.type === 'session') return { endsWithNewline, hasRecord: true, lastEntryId: null };
-      const parent = chainParentAfter(record);
-      if (parent !== undefined) return { endsWithNewline, hasRecord: true, lastEntryId: parent };
-      sawRecord = true; // a record outside the chain (no id): the chain goes on from the one before it
-    }
-    if (start === 0) return { endsWithNewline, hasRecord: sawRecord, lastEntryId: null };
-    end = start - 1;
-    // drop what has been examined so memory stays at the unexamined part
-    buffer = buffer.subarray(0, end - bufferStart);
-  }
-}
-
-/**
- * The parentId the next entry gets after `record`, the last record of a file; undefined when the
- * record is not part of the chain (no id). OpenClaw's `leaf` record moves its tree to `targetId`
- * and says where appends continue (`appendParentId`, else `targetId`), so an entry after a leaf
- * continues from there, exactly as OpenClaw's own next append would.
- */
-function chainParentAfter(record: TranscriptRecord): string | null | undefined {
-  if (typeof record.id !== 'string' || record.id === '') return undefined;
-  if (record.type === 'leaf') {
-    const next = record.appendParentId !== undefined ? record.appendParentId : record.targetId;
-    if (next === null || (typeof next === 'string' && next !== '')) return next;
-  }
-  return record.id;
 }

@@ -6,7 +6,8 @@ import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../../core/index.js';
-import { FILE_MODE, copyRegularFile, fileKindOf, keptCopyName, lstatKind, nodeStoreFileSystem, readRegularFile, resolveInside, type FileKind } from '../../store/index.js';
+import { FILE_MODE, copyRegularFile, fileKindOf, fsyncFolder, keptCopyName, lstatKind, readRegularFile, resolveInside, type FileKind } from '../../store/index.js';
+
 
 /** A temp file or tombstone younger than this may belong to a write in progress. */
 export const LEFTOVER_AGE_MS = 60_000;
@@ -14,7 +15,6 @@ export const LEFTOVER_AGE_MS = 60_000;
 export const TOMBSTONE_NAME = /\.lock-gone-(\d+)-[0-9a-f]+$/;
 /** Same-millisecond backups of one file (a pinned `--now`) move on by 1 ms, like archives. */
 const MAX_NAME_ATTEMPTS = 1000;
-const FOLDER_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR']);
 
 export interface FolderListing {
   files: string[];
@@ -125,13 +125,6 @@ export async function replaceWholeFile(target: string, text: string): Promise<vo
   }
 }
 
-export async function fsyncFolder(dir: string): Promise<void> {
-  try {
-    await nodeStoreFileSystem.fsyncPath(dir);
-  } catch (err) {
-    if (!FOLDER_FSYNC_UNSUPPORTED.has(errnoOf(err) ?? '')) throw err;
-  }
-}
 
 export function isProcessAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;

@@ -6,8 +6,8 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
-import { archiveFile, isNotAnObject, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
-import { asSwitchboardError, describeError, fsyncFolder, statOrNull } from './files.js';
+import { archiveFile, fsyncFolder, isNotAnObject, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
+import { asSwitchboardError, describeError, statOrNull } from './files.js';
 import type { DoctorChangeAction, DoctorProblem, RepairOutcome } from './report.js';
 import { entryFromHeader, isNewer, numberOr, type StoreCheck, type UsableHeader } from './store-check.js';
 import { sharedGroups } from './shared.js';

@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { FILE_MODE, TRANSCRIPT_SUFFIX, lockPathFor } from '../../store/index.js';
-import { describeError, fsyncFolder, keepOriginal } from './files.js';
+import { FILE_MODE, TRANSCRIPT_SUFFIX, fsyncFolder, lockPathFor } from '../../store/index.js';
+import { describeError, keepOriginal } from './files.js';
 import type { DoctorProblem, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
 import { ChunkedWriter, scanTranscript, type TranscriptScan } from './transcript-scan.js';
