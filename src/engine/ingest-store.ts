@@ -93,6 +93,22 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
   return { work: [...bySession.values()], rotations };
 }
 
+/**
+ * The works of a round in the chains they are appended in: a session's files in the order its
+ * lines reached them (a rotation's old instance before the new one), one after the other; every
+ * chain alongside the others. A message pinned to an older instance is a chain of its own.
+ */
+function appendChains(works: SessionWork[]): SessionWork[][] {
+  const chains = new Map<string, SessionWork[]>();
+  for (const work of works) {
+    const key = work.rebind ? `file ${work.file}` : `key ${work.sessionKey}`;
+    const chain = chains.get(key);
+    if (chain === undefined) chains.set(key, [work]);
+    else chain.push(work);
+  }
+  return [...chains.values()];
+}
+
 /** Archives the transcript of a rotated instance under its own write lock. */
 async function archiveRotated(ctx: EngineContext, rotation: { file: string; sessionKey: string }): Promise<void> {
   await withLock(rotation.file, sessionLockOptions(ctx, { sessionKey: rotation.sessionKey }), () => archiveFile(rotation.file, 'reset', ctx.clock.now()));
@@ -227,11 +243,15 @@ async function commitRound(
   await tx.writeJournal(journalOf(store, works, snapshots), ctx.clock.now());
 
   const troubles = new Map<SessionWork, unknown>();
-  await inPool(works, APPEND_CONCURRENCY, async (work) => {
-    try {
-      await appendInStore(ctx, tx, work, work.entries);
-    } catch (err) {
-      troubles.set(work, err);
+  await inPool(appendChains(works), APPEND_CONCURRENCY, async (chain) => {
+    for (let i = 0; i < chain.length; i++) {
+      try {
+        await appendInStore(ctx, tx, chain[i]!, chain[i]!.entries);
+      } catch (err) {
+        // The files after it are not tried: a session whose first file fails is taken back whole.
+        for (const work of chain.slice(i)) troubles.set(work, err);
+        return;
+      }
     }
   });
 
@@ -246,13 +266,20 @@ async function commitRound(
       else keyWorks.push(work);
     }
     else if (troubles.has(work)) {
-      // An older instance's file that cannot be written fails its lines, nothing else.
+      // An older instance's file that cannot be written fails its lines, nothing else (its
+      // records change no entry); a busy one is waited for like any other, in the next round.
+      const trouble = troubles.get(work);
       for (const item of work.items) {
         lostItems.add(item);
-        failed.set(item, troubles.get(work));
+        if (isSwitchboardError(trouble, 'SESSION_BUSY')) {
+          round.deferred.push(item);
+          round.busy = trouble;
+        } else failed.set(item, trouble);
       }
     }
   }
+  /** Per session taken back in part: the messageIds whose records are not down, and why. */
+  const unrecorded = new Map<string, Map<string, unknown>>();
   for (const [key, keyWorks] of worksByKey) {
     const bad = keyWorks.filter((work) => troubles.has(work));
     if (bad.length === 0) continue;
@@ -262,22 +289,34 @@ async function commitRound(
       takenBack.add(key);
       continue;
     }
-    // A rotation split the session over two files and only one was written: keep the entry,
-    // forget what was not recorded (so a resend is not taken for a duplicate), fail those lines.
+    // A rotation split the session over two files, and the old one was written but not the new:
+    // keep the entry, forget what was not recorded (so a resend is not taken for a duplicate),
+    // fail those lines — and the lines planned as their duplicates, which would otherwise be
+    // answered `duplicate, persisted` for a message that is nowhere.
     const entry = store[key] as QueuedEntry;
+    const lost = new Map<string, unknown>();
     for (const work of bad) {
       for (const item of work.items) {
         lostItems.add(item);
         failed.set(item, troubles.get(work));
-        if (item.message.messageId !== undefined) forgetMessageId(entry, item.message.messageId);
+        if (item.message.messageId !== undefined) {
+          forgetMessageId(entry, item.message.messageId);
+          lost.set(item.message.messageId, troubles.get(work));
+        }
         if (entry.activeRun?.runId === item.runId) delete entry.activeRun;
       }
     }
+    unrecorded.set(key, lost);
   }
   const troubleOfKey = new Map<string, unknown>();
   for (const [work, err] of troubles) if (takenBack.has(work.sessionKey) && !troubleOfKey.has(work.sessionKey)) troubleOfKey.set(work.sessionKey, err);
   for (const item of planned) {
     if (lostItems.has(item)) continue;
+    const duplicateOfLost = item.message.messageId === undefined ? undefined : unrecorded.get(item.sessionKey)?.get(item.message.messageId);
+    if (duplicateOfLost !== undefined) {
+      failed.set(item, duplicateOfLost);
+      continue;
+    }
     const trouble = troubleOfKey.get(item.sessionKey);
     if (trouble === undefined) round.committed.push(item);
     else if (isSwitchboardError(trouble, 'SESSION_BUSY')) {
