@@ -108,16 +108,45 @@ export function configProblems(label: string, problems: string[], layers: Config
   });
 }
 
+/** Far beyond any real config (OpenClaw's are a few KB; P1's 10 000 bindings are 1 MB). */
+const MAX_CONFIG_BYTES = 64 * 1024 * 1024;
+
+/** What a config path is when it is no regular file, in words (links are followed: a linked config is fine). */
+function kindOf(stat: fs.Stats): string {
+  if (stat.isDirectory()) return 'a directory';
+  if (stat.isFIFO()) return 'a FIFO (named pipe)';
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'a device';
+  if (stat.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/**
+ * A config file's text. Opened non-blocking and checked to be a regular file of bounded size
+ * first: a FIFO would wait for a writer forever (deaf to SIGTERM, since the read blocks the
+ * event loop), and `/dev/zero` would be read until memory ran out.
+ */
 function readConfigFile(file: string, why: string, source: ConfigSource): string {
+  let fd: number | undefined;
   try {
-    return fs.readFileSync(file, 'utf8');
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) {
+      throw new SwitchboardError('IO', `cannot read config ${file}: it is ${kindOf(stat)}, not a regular file`, { hint: 'point --config (or extends) at a JSON or JSON5 file' });
+    }
+    if (stat.size > MAX_CONFIG_BYTES) {
+      throw new SwitchboardError('CONFIG_INVALID', `config ${file} is ${stat.size} bytes, more than the ${MAX_CONFIG_BYTES} a config may be`, { details: { file } });
+    }
+    return fs.readFileSync(fd, 'utf8');
   } catch (err) {
+    if (err instanceof SwitchboardError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
       const hint = why !== 'config' ? `${why} names a file that does not exist` : source === 'env' ? 'SWITCHBOARD_CONFIG names a file that does not exist' : 'check the --config path';
       throw new SwitchboardError('NOT_FOUND', `config file not found: ${file}`, { hint });
     }
     throw new SwitchboardError('IO', `cannot read config ${file}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 
@@ -166,7 +195,8 @@ export function findUnknownKeys(config: SwitchboardConfig): string[] {
     }
     if (value === null || typeof value !== 'object') return;
     for (const [key, child] of Object.entries(value)) {
-      const known = node.properties?.[key];
+      // Own keys only: `toString` or `constructor` in a config is unknown, not Object.prototype's.
+      const known = node.properties !== undefined && Object.hasOwn(node.properties, key) ? node.properties[key] : undefined;
       if (known) walk(child, known, `${instancePath}/${key}`);
       else if (typeof node.additionalProperties === 'object') walk(child, node.additionalProperties, `${instancePath}/${key}`);
       else if (node.properties && node.additionalProperties === undefined) unknown.push(jsonPathOf(`${instancePath}/${key}`));

@@ -113,3 +113,37 @@ describe('switchboard.json5 extends openclaw.json', () => {
     assert.equal(JSON.parse(r.stdout).agentId, 'work');
   });
 });
+
+describe('config paths that are no regular file, and keys named like Object.prototype members', () => {
+  test('a FIFO or a device as the config, or as what it extends: IO (74) at once, naming it — never a wait or an endless read', async () => {
+    const dir = tempDir();
+    const fifo = path.join(dir, 'fifo.json5');
+    (await import('node:child_process')).execFileSync('mkfifo', [fifo]);
+    const extendsFifo = path.join(dir, 'extends-fifo.json5');
+    fs.writeFileSync(extendsFifo, '{extends: "./fifo.json5"}');
+    const extendsZero = path.join(dir, 'extends-zero.json5');
+    fs.writeFileSync(extendsZero, '{extends: "/dev/zero"}');
+    for (const [config, named, kind] of [
+      [fifo, fifo, 'FIFO'],
+      [extendsFifo, fifo, 'FIFO'],
+      ['/dev/zero', '/dev/zero', 'device'],
+      [extendsZero, '/dev/zero', 'device'],
+    ]) {
+      const r = await runCli(['config', 'validate', '--json', '--config', config, '--state-dir', dir], { timeoutMs: 20_000 });
+      assert.equal(r.signal, null, `${config}: had to be killed`);
+      assert.equal(r.code, 74, `${config}: ${r.stderr}`);
+      const error = errorOf(r.stderr);
+      assert.equal(error.code, 'IO');
+      assert.ok(error.message.includes(named) && error.message.includes(kind), error.message);
+    }
+  });
+
+  test('unknown keys called toString, constructor, valueOf or __proto__ are reported like any other unknown key', async () => {
+    const dir = tempDir();
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, '{"toString":1,"__proto__":{"x":1},"session":{"dmScope":"per-peer","valueOf":2,"constructor":4},"agents":{"list":[{"id":"a","hasOwnProperty":"x"}]}}');
+    const r = await runCli(['config', 'validate', '--json', '--config', config, '--state-dir', dir]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout).unusedKeys.sort(), ['__proto__', 'agents.list[0].hasOwnProperty', 'session.constructor', 'session.valueOf', 'toString']);
+  });
+});
