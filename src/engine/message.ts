@@ -138,12 +138,12 @@ export function parseInboundMessage(raw: unknown): InboundMessage {
   const messageId = optionalString(obj, 'messageId')?.trim() || undefined;
   const runId = optionalString(obj, 'runId')?.trim() || undefined;
   if (runId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(runId)) {
-    fail('runId', 'must be 1–128 characters of letters, digits, ".", "_", ":" or "-"');
+    fail('runId', 'must be 1–128 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
   }
 
   const sessionId = optionalString(obj, 'sessionId')?.trim() || undefined;
   if (sessionId !== undefined && !/^[a-z0-9][a-z0-9._-]{0,127}$/.test(sessionId)) {
-    fail('sessionId', 'must be a session id (lower-case letters, digits, ".", "_" or "-", at most 128)');
+    fail('sessionId', 'must be a session id (lower-case letters, digits, ".", "_" or "-", starting with a letter or digit, at most 128)');
   }
 
   return {

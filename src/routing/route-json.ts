@@ -8,6 +8,18 @@ import type { MatchedBy, ResolvedRoute, RouteInput } from './types.js';
 
 const quote = JSON.stringify;
 
+/** Printable ASCII without `"` and `\\`: what JSON writes as it is, between quotes. */
+const PLAIN_JSON_TEXT = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * `JSON.stringify(text)` for the one string of a line that is new each time (its session key):
+ * session keys are nearly always plain, and the test and two quotes cost half of the generic
+ * serialiser's call.
+ */
+function quoteKey(text: string): string {
+  return PLAIN_JSON_TEXT.test(text) ? `"${text}"` : quote(text);
+}
+
 /**
  * Byte for byte what `JSON.stringify(route)` gives (same keys, same order; every field is always a
  * string). dmScope, lastRoutePolicy and matchedBy come from fixed sets of plain words and need no
@@ -63,7 +75,7 @@ export class RouteJsonWriter {
     const agent = this.agentText(params.agentId);
     const sessionKey = sessionKeyWith(params, agent.mainSessionKey);
     const policy = sessionKey === agent.mainSessionKey ? 'main' : 'session';
-    return this.head(agent, params.agentId, input.channel, input.accountId, params.dmScope) + quote(sessionKey) + agent.tail + endOf(policy, selection.matchedBy);
+    return this.head(agent, params.agentId, input.channel, input.accountId, params.dmScope) + quoteKey(sessionKey) + agent.tail + endOf(policy, selection.matchedBy);
   }
 
   private agentText(agentId: string): AgentText {

@@ -12,7 +12,7 @@ const config = {
   session: { dmScope: 'per-account-channel-peer' as const },
 };
 
-const awkward = ['plain', 'quote " and \\ backslash', 'tab\tnew\nline', '\u0000\u001f control', 'h\u00e9llo \u{1F600}', '\u2028\u2029', 'lone \ud800 surrogate', '</script>'];
+const awkward = ['plain', 'del \u007f and ~', 'quote " and \\ backslash', 'tab\tnew\nline', '\u0000\u001f control', 'h\u00e9llo \u{1F600}', '\u2028\u2029', 'lone \ud800 surrogate', '</script>'];
 
 describe('routeJson', () => {
   test('equals JSON.stringify(route) for every tier and for awkward ids', () => {
