@@ -486,3 +486,28 @@ describe('maintain', () => {
     }
   });
 });
+
+test('enforce mode at maxEntries: doctor --repair adopts an orphan and stays clean; the next write applies the cap, archiving first', async () => {
+  const { state, config, cli } = setup({ session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxEntries: 2 } } });
+  const sessionsDir = path.join(state, 'agents', 'main', 'sessions');
+  const say = (peer: string) => `${JSON.stringify({ channel: 'telegram', peer: { kind: 'direct', id: peer }, text: `hi ${peer}`, messageId: `m-${peer}` })}\n`;
+  for (const peer of ['p1', 'p2', 'p3']) {
+    const w = await runCli(['ingest', '--state-dir', state, '--config', config], { input: say(peer) });
+    assert.equal(w.code, 0, w.stderr);
+  }
+  // What a kill between the cap's removal of an entry and the rename of its transcript leaves.
+  const deleted = fs.readdirSync(sessionsDir).find((name) => name.includes('.jsonl.deleted.'));
+  assert.ok(deleted, fs.readdirSync(sessionsDir).join(', '));
+  fs.renameSync(path.join(sessionsDir, deleted), path.join(sessionsDir, deleted.slice(0, deleted.indexOf('.deleted.'))));
+
+  const repaired = await cli('doctor', '--repair', '--json');
+  assert.equal(repaired.code, 0, repaired.stdout);
+  const again = await cli('doctor', '--json');
+  assert.equal(again.code, 0, `the repair converged: ${again.stdout}`);
+
+  const next = await runCli(['ingest', '--state-dir', state, '--config', config], { input: say('p4') });
+  assert.equal(next.code, 0, next.stderr);
+  assert.ok(Object.keys(readStore(path.join(sessionsDir, 'sessions.json'))).length <= 2);
+  const afterWrite = await cli('doctor', '--json');
+  assert.equal(afterWrite.code, 0, `the cap archived what it removed: ${afterWrite.stdout}`);
+});

@@ -167,7 +167,10 @@ async function registerOrphans(doc: StoreCheck, plans: OrphanPlan[]): Promise<Or
         }
         return done;
       },
-      { lock: { acquireTimeoutMs: doc.ctx.config.session?.writeLock?.acquireTimeoutMs } },
+      // No enforce upkeep in this write (as for `sessions cleanup`): it would cap the adopted
+      // entry away again at once, without archiving its file, and the repair would never
+      // converge. The next ordinary write applies the cap and archives what it removes.
+      { lock: { acquireTimeoutMs: doc.ctx.config.session?.writeLock?.acquireTimeoutMs }, skipUpkeep: true },
     );
   } catch (err) {
     const error = asSwitchboardError(err);
