@@ -3,7 +3,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, packageRoot } from '../core/index.js';
+import { SwitchboardError, describeFileKind, fileKindOf, packageRoot } from '../core/index.js';
 import type { SwitchboardConfig } from './types.js';
 import { checkCurrentFormat, configGeneration } from './openclaw-format.js';
 import { loadLayers, locateLayeredProblems, mergeLayers, type ConfigLayer } from './layers.js';
@@ -111,15 +111,6 @@ export function configProblems(label: string, problems: string[], layers: Config
 /** Far beyond any real config (OpenClaw's are a few KB; P1's 10 000 bindings are 1 MB). */
 const MAX_CONFIG_BYTES = 64 * 1024 * 1024;
 
-/** What a config path is when it is no regular file, in words (links are followed: a linked config is fine). */
-function kindOf(stat: fs.Stats): string {
-  if (stat.isDirectory()) return 'a directory';
-  if (stat.isFIFO()) return 'a FIFO (named pipe)';
-  if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'a device';
-  if (stat.isSocket()) return 'a socket';
-  return 'not a regular file';
-}
-
 /**
  * A config file's text. Opened non-blocking and checked to be a regular file of bounded size
  * first: a FIFO would wait for a writer forever (deaf to SIGTERM, since the read blocks the
@@ -131,7 +122,7 @@ function readConfigFile(file: string, why: string, source: ConfigSource): string
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
     const stat = fs.fstatSync(fd);
     if (!stat.isFile()) {
-      throw new SwitchboardError('IO', `cannot read config ${file}: it is ${kindOf(stat)}, not a regular file`, { hint: 'point --config (or extends) at a JSON or JSON5 file' });
+      throw new SwitchboardError('IO', `cannot read config ${file}: it is ${describeFileKind(fileKindOf(stat))}, not a regular file`, { hint: 'point --config (or extends) at a JSON or JSON5 file' });
     }
     if (stat.size > MAX_CONFIG_BYTES) {
       throw new SwitchboardError('CONFIG_INVALID', `config ${file} is ${stat.size} bytes, more than the ${MAX_CONFIG_BYTES} a config may be`, { details: { file } });

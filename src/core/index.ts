@@ -11,3 +11,4 @@ export { sha256Base64url } from './digest.js';
 export { newUuid } from './uuid.js';
 export { RECENT_ID_MAX_CHARS, readRecentIds, recentIdKey, recentIdLine, withoutRecentIds, writeRecentIds, type RecentId } from './recent-ids.js';
 export { packageRoot } from './package-root.js';
+export { describeFileKind, fileKindOf, type FileKind } from './file-kind.js';

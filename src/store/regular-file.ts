@@ -3,9 +3,9 @@
 
 import { closeSync, lstatSync, constants as fsConstants, fstatSync, fsync, ftruncateSync, openSync, promises as fsp, readSync, writeSync, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { SwitchboardError, errnoOf } from '../core/index.js';
+import { SwitchboardError, describeFileKind, errnoOf, fileKindOf, type FileKind } from '../core/index.js';
 
-export type FileKind = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'character-device' | 'block-device' | 'other';
+export { describeFileKind, fileKindOf, type FileKind };
 
 /**
  * Added to every open of a store file. O_NOFOLLOW: a symlink as the last component fails (ELOOP)
@@ -13,32 +13,6 @@ export type FileKind = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'c
  * writer, so the fstat check below can refuse it; it changes nothing for regular files.
  */
 export const STORE_OPEN_FLAGS = (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0);
-
-export function fileKindOf(stats: Pick<Stats, 'isFile' | 'isDirectory' | 'isSymbolicLink' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice'>): FileKind {
-  if (stats.isFile()) return 'file';
-  if (stats.isDirectory()) return 'directory';
-  if (stats.isSymbolicLink()) return 'symlink';
-  if (stats.isFIFO()) return 'fifo';
-  if (stats.isSocket()) return 'socket';
-  if (stats.isCharacterDevice()) return 'character-device';
-  if (stats.isBlockDevice()) return 'block-device';
-  return 'other';
-}
-
-const KIND_WORDS: Record<FileKind, string> = {
-  file: 'a regular file',
-  directory: 'a directory',
-  symlink: 'a symbolic link',
-  fifo: 'a FIFO (named pipe)',
-  socket: 'a socket',
-  'character-device': 'a character device',
-  'block-device': 'a block device',
-  other: 'not a regular file',
-};
-
-export function describeFileKind(kind: FileKind): string {
-  return KIND_WORDS[kind];
-}
 
 /** What a store file that is not a regular file is: STORE_CORRUPT for that file (exit 65). */
 export function notRegularFileError(file: string, kind: FileKind): SwitchboardError {

@@ -138,6 +138,16 @@ describe('config paths that are no regular file, and keys named like Object.prot
     }
   });
 
+  test('a config past 64 MiB is CONFIG_INVALID (78) before it is read', async () => {
+    const dir = tempDir();
+    const huge = path.join(dir, 'huge.json');
+    fs.writeFileSync(huge, '{}');
+    fs.truncateSync(huge, 64 * 1024 * 1024 + 1); // sparse: no 64 MiB written
+    const r = await runCli(['config', 'validate', '--json', '--config', huge, '--state-dir', dir]);
+    assert.equal(r.code, 78, r.stderr);
+    assert.match(errorOf(r.stderr).message, /more than the 67108864/);
+  });
+
   test('unknown keys called toString, constructor, valueOf or __proto__ are reported like any other unknown key', async () => {
     const dir = tempDir();
     const config = path.join(dir, 'config.json');

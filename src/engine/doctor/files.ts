@@ -8,7 +8,6 @@ import path from 'node:path';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../../core/index.js';
 import { FILE_MODE, copyRegularFile, fileKindOf, fsyncFolder, keptCopyName, lstatKind, readRegularFile, resolveInside, type FileKind } from '../../store/index.js';
 
-
 /** A temp file or tombstone younger than this may belong to a write in progress. */
 export const LEFTOVER_AGE_MS = 60_000;
 /** `<lock>-gone-<pid>-<hex>`: what a process killed while releasing a lock leaves behind. */
@@ -124,7 +123,6 @@ export async function replaceWholeFile(target: string, text: string): Promise<vo
     return;
   }
 }
-
 
 export function isProcessAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
