@@ -279,7 +279,11 @@ export async function runDelete(ctx: CliContext, keys: string[]): Promise<number
   for (const target of targets ?? []) {
     const outcome = await deleteSession(await ctx.engine(), target.key, { storePath: target.location.storePath });
     if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-    else ctx.streams.stdout.write(`deleted ${outcome.sessionKey}${outcome.archivedTo ? ` (transcript archived as ${outcome.archivedTo})` : ''}\n`);
+    else {
+      const archived = outcome.archivedTo ? ` (transcript archived as ${outcome.archivedTo})` : '';
+      const dropped = outcome.dropped.length > 0 ? `; dropped ${outcome.dropped.length} waiting message(s): ${outcome.dropped.map((event) => event.runId).join(', ')}` : '';
+      ctx.streams.stdout.write(`deleted ${outcome.sessionKey}${archived}${dropped}\n`);
+    }
   }
   return 0;
 }

@@ -100,6 +100,6 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
     .action(hooks.action(async (ctx: CliContext, key: string) => (await actions()).runPin(ctx, key, false)));
   registerPinRouteCommands(sessions, hooks, { addSelectionFlags, selectionOf });
   addDestructiveFlags(addSelectionFlags(sessions.command('delete').argument('<key-or-id...>').description('remove the entries; their transcripts are archived as .deleted.<ts>, never deleted')))
-    .addHelpText('after', `\n${ASKS_FIRST}\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run`)
+    .addHelpText('after', `\nA run in progress and what a live process queued behind it are waited for; messages still\nwaiting after that (ingest --no-wait, a killed process) are dropped with the session (reason\n"deleted"): listed in the output and recorded in the archive.\n\n${ASKS_FIRST}\n\nExamples:\n  $ switchboard sessions delete agent:main:discord:channel:general\n  $ switchboard sessions delete agent:main:direct:a agent:main:direct:b --dry-run`)
     .action(hooks.action(async (ctx: CliContext, keys: string[]) => (await actions()).runDelete(ctx, keys)));
 }

@@ -257,8 +257,13 @@ export function pushOutbox(entry: QueuedEntry, item: OutboxItem): void {
  * session's next writer appends to its current transcript.
  */
 export function noteRemoved(entry: QueuedEntry, events: readonly (DroppedEvent | ExpiredEvent)[], randomId: () => string): void {
-  const records = events.map(({ type, sessionKey: _key, ...data }) => ({ type: 'custom', customType: type, data }));
+  const records = removalRecords(events);
   if (records.length > 0) pushOutbox(entry, { id: randomId(), sessionId: entry.sessionId, records });
+}
+
+/** The transcript record of each removal: a `custom` record (customType `dropped`/`expired`) with the event's fields. */
+export function removalRecords(events: readonly (DroppedEvent | ExpiredEvent)[]): NewTranscriptEntry[] {
+  return events.map(({ type, sessionKey: _key, ...data }) => ({ type: 'custom', customType: type, data }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -352,7 +357,7 @@ export interface ReplyEvent {
 }
 
 /** `shutdown`: an incognito item still waiting when its server stopped (it lived only in memory). */
-export type DroppedReason = 'busy' | 'cap' | 'cancelled' | 'stopped' | 'lock' | 'shutdown' | 'interrupt';
+export type DroppedReason = 'busy' | 'cap' | 'cancelled' | 'stopped' | 'lock' | 'shutdown' | 'interrupt' | 'deleted';
 
 export interface DroppedEvent {
   type: 'dropped';

@@ -7,6 +7,7 @@ import { SwitchboardError, normalizeAgentId, toSwitchboardError } from '../core/
 import { evaluateFreshness, resetPolicyFor, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
 import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
 import {
+  DEFAULT_ACQUIRE_TIMEOUT_MS,
   appendEntries,
   archiveFile,
   checkNotShared,
@@ -27,7 +28,24 @@ import {
 } from '../store/index.js';
 import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
 import { noCommandAgent, noSuchSession, sessionLockOptions, storeFor, transcriptNameFor, type EngineContext } from './context.js';
-import { THIS_PROCESS, isThisProcess, queueOf, type QueuedEntry, type SessionRef } from './queue-state.js';
+import {
+  THIS_PROCESS,
+  clearDeadHolders,
+  droppedEventOf,
+  isThisProcess,
+  learnLiveness,
+  orphanFailure,
+  ownerAlive,
+  peekOutbox,
+  queueOf,
+  removalRecords,
+  runAlive,
+  unknownHolders,
+  type DroppedEvent,
+  type Liveness,
+  type QueuedEntry,
+  type SessionRef,
+} from './queue-state.js';
 import { updateStore } from './run-store.js';
 import { executeTurn, type RunHost } from './runs.js';
 import { queueRuntimeFor } from './runtime.js';
@@ -292,8 +310,26 @@ export async function setPinned(ctx: EngineContext, keyOrId: string, pinned: boo
   return { sessionKey: found.key, pinned };
 }
 
-/** Removes a session: its transcript is archived as `.deleted.<ts>` first, then the entry goes. */
-export async function deleteSession(ctx: EngineContext, keyOrId: string, selection: StoreSelection = {}): Promise<{ sessionKey: string; sessionId: string; archivedTo: string | null }> {
+export interface DeleteOutcome {
+  sessionKey: string;
+  sessionId: string;
+  archivedTo: string | null;
+  /** What waited in the session's queue: dropped with it (reason `deleted`), each also recorded in the archive. */
+  dropped: DroppedEvent[];
+}
+
+/** How long a delete polls for a live process to finish the session's run or queue. */
+const DELETE_POLL_MS = 50;
+
+/**
+ * Removes a session: its transcript is archived as `.deleted.<ts>` first, then the entry goes.
+ * A live process running or draining the session is waited for (as the write lock is) so that
+ * its work ends first. What is still waiting after that (queued with `--no-wait`, or left by a
+ * process that died) is dropped with the session and reported: a `dropped` event per item in
+ * the outcome and a `custom` `dropped` record per item in the archive, together with the
+ * outbox's records and the report of a dead run, which would otherwise go with the row.
+ */
+export async function deleteSession(ctx: EngineContext, keyOrId: string, selection: StoreSelection = {}): Promise<DeleteOutcome> {
   const found = await findSession(ctx, keyOrId, selection);
   if (sessionEntryProblem(found.entry, found.location.sessionsDir) !== null) {
     // No file it names can be trusted: the row goes (if unchanged), nothing is archived; a
@@ -304,20 +340,46 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
     });
     const id = found.entry.sessionId as unknown;
     // A row that is not even an object has no sessionId to show (as in the listing).
-    return { sessionKey: found.key, sessionId: typeof id === 'string' ? id : id === undefined ? '' : String(id), archivedTo: null };
+    return { sessionKey: found.key, sessionId: typeof id === 'string' ? id : id === undefined ? '' : String(id), archivedTo: null, dropped: [] };
   }
-  const file = transcriptFileOf(found.location, found.entry, found.key);
-  return withLock(file, sessionLockOptions(ctx, { sessionKey: found.key }), async () =>
-    // One store transaction: an ingest batch (which may append to an idle transcript under the
-    // store lock alone) cannot append between the archive and the removal of the row.
-    transactSessionStore(found.location.storePath, async (store) => {
-      if (store[found.key]?.sessionId !== found.entry.sessionId) {
-        throw new SwitchboardError('SESSION_BUSY', `session "${found.key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
-      }
-      checkNotShared(found.location.storePath, store, found.key);
-      const archivedTo = await archiveFile(file, 'deleted', ctx.clock.now());
-      delete store[found.key];
-      return { sessionKey: found.key, sessionId: found.entry.sessionId, archivedTo };
-    }),
-  );
+  const { location, key } = found;
+  const file = transcriptFileOf(location, found.entry, key);
+  const lockOptions = sessionLockOptions(ctx, { sessionKey: key });
+  const deadline = ctx.clock.now() + (lockOptions.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS);
+  for (;;) {
+    const liveness: Liveness = new Map();
+    await learnLiveness(ctx, location, [(await readSessionStore(location.storePath))[key] as QueuedEntry | undefined], liveness);
+    const outcome = await withLock(file, lockOptions, async () =>
+      // One store transaction: an ingest batch (which may append to an idle transcript under the
+      // store lock alone) cannot append between the archive and the removal of the row.
+      transactSessionStore(location.storePath, async (store, tx): Promise<DeleteOutcome | 'live' | 'unknown'> => {
+        const entry = (Object.hasOwn(store, key) ? store[key] : undefined) as QueuedEntry | undefined;
+        if (entry?.sessionId !== found.entry.sessionId) {
+          throw new SwitchboardError('SESSION_BUSY', `session "${key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
+        }
+        checkNotShared(location.storePath, store, key);
+        if (unknownHolders(entry, liveness)) return 'unknown';
+        const liveRun = entry.activeRun !== undefined && runAlive(entry.activeRun, liveness) === true;
+        const liveOwner = entry.queueOwner !== undefined && !isThisProcess(entry.queueOwner) && ownerAlive(entry.queueOwner, liveness) === true;
+        if (liveRun || (liveOwner && queueOf(entry).length > 0)) return 'live';
+        const records = [...peekOutbox(entry).records];
+        const orphan = clearDeadHolders(entry, liveness);
+        if (orphan) records.push(orphanFailure(orphan, key).record);
+        const dropped = queueOf(entry).map((item) => droppedEventOf(item, 'deleted'));
+        records.push(...removalRecords(dropped));
+        // Recorded first: the archive keeps the report of what went with the row.
+        await appendEntries(file, records, { session: { sessionId: entry.sessionId, sessionKey: key, agentId: location.agentId }, clock: ctx.clock, coveredBy: tx.handle });
+        const archivedTo = await archiveFile(file, 'deleted', ctx.clock.now());
+        delete store[key];
+        return { sessionKey: key, sessionId: entry.sessionId, archivedTo, dropped };
+      }),
+    );
+    if (typeof outcome === 'object') return outcome;
+    if (outcome === 'live' && ctx.clock.now() >= deadline) {
+      throw new SwitchboardError('SESSION_BUSY', `session "${key}" still has a run or waiting messages of a live process`, {
+        hint: 'wait for its work to end (switchboard queue list), or stop it with switchboard queue abort, then run the command again',
+      });
+    }
+    if (outcome === 'live') await new Promise((resolve) => setTimeout(resolve, DELETE_POLL_MS));
+  }
 }
