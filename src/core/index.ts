@@ -9,6 +9,6 @@ export * from './state-dir.js';
 export { inPool } from './pool.js';
 export { sha256Base64url } from './digest.js';
 export { newUuid } from './uuid.js';
-export { RECENT_ID_MAX_CHARS, readRecentIds, recentIdKey, recentIdLine, withoutRecentIds, writeRecentIds, type RecentId } from './recent-ids.js';
+export { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, RECENT_ID_MAX_CHARS, mergeRecentIds, readRecentIds, recentIdKey, recentIdLine, withoutRecentIds, writeRecentIds, type RecentId } from './recent-ids.js';
 export { packageRoot } from './package-root.js';
 export { describeFileKind, fileKindOf, type FileKind } from './file-kind.js';

@@ -13,6 +13,17 @@
 
 import { sha256Base64url } from './digest.js';
 
+/** A messageId seen on the same session within this window makes a later copy a duplicate. */
+export const DUPLICATE_WINDOW_MS = 5 * 60_000;
+
+/**
+ * Most ids one session remembers: every id of the window up to this bound (over 160 messages a
+ * second to ONE session for five minutes); it bounds the entry's size. At 1024 a resend of a
+ * larger batch was recorded twice in full: each resent id, no longer remembered, was recorded
+ * again and pushed out the next one before it came.
+ */
+export const RECENT_IDS_CAP = 50_000;
+
 export interface RecentId {
   id: string;
   at: number;
@@ -77,4 +88,21 @@ export function writeRecentIds(ids: readonly RecentId[]): string {
 export function withoutRecentIds(value: unknown, gone: Iterable<string>): string {
   const keys = new Set([...gone].map(recentIdKey));
   return writeRecentIds(readRecentIds(value).filter(({ id }) => !keys.has(id)));
+}
+
+/**
+ * The ids of several stored values recorded at or after `since`, each once (at its latest time),
+ * oldest first, at most RECENT_IDS_CAP (the newest): the memory of removed sessions merges the
+ * memory a removal carries in with what it held already.
+ */
+export function mergeRecentIds(values: readonly unknown[], since: number): string {
+  const latest = new Map<string, number>();
+  for (const value of values) {
+    for (const { id, at } of readRecentIds(value)) {
+      const seen = latest.get(id);
+      if (at >= since && (seen === undefined || at > seen)) latest.set(id, at);
+    }
+  }
+  const ids = [...latest].map(([id, at]) => ({ id, at })).sort((a, b) => a.at - b.at);
+  return writeRecentIds(ids.length > RECENT_IDS_CAP ? ids.slice(ids.length - RECENT_IDS_CAP) : ids);
 }

@@ -4,7 +4,7 @@
 import { newUuid } from '../core/index.js';
 import type { PlanContext, PlanMessage } from '../policy/index.js';
 import { lookupIdentityLink } from '../routing/index.js';
-import type { NewTranscriptEntry, StoreLocation } from '../store/index.js';
+import type { NewTranscriptEntry, RemovedMemory, StoreLocation } from '../store/index.js';
 import type { Addressed } from './admission-types.js';
 import { transcriptNameFor, type EngineContext } from './context.js';
 import type { InboundMessage } from './message.js';
@@ -42,11 +42,12 @@ export function messageRecord(item: Addressed, text: string | undefined, now: nu
   return { type: 'message', message: record };
 }
 
-export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number): PlanContext {
+export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number, removed?: RemovedMemory): PlanContext {
   return {
     sessionKey,
     session: ctx.config.session,
     now,
+    removed,
     newSessionId: newUuid,
     transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
     ...deliveryContextFor(ctx, sessionKey),

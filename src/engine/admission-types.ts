@@ -2,7 +2,7 @@
 // admission decided for it, and what one store's admission asks of the runtime after the batch.
 
 import type { LaneName, QueueItem, SessionPlan } from '../policy/index.js';
-import type { NewTranscriptEntry, StoreLocation } from '../store/index.js';
+import type { NewTranscriptEntry, RemovedMemories, StoreLocation } from '../store/index.js';
 import type { EngineContext } from './context.js';
 import type { InboundMessage } from './message.js';
 import type { Liveness, QueueEvent, QueuedEntry, SessionRef } from './queue-state.js';
@@ -96,4 +96,6 @@ export interface AdmitEnv {
    * else): the session's next message edits its entry in place instead of copying it again.
    */
   planned: Set<object>;
+  /** What removed entries of the store remembered (store/removed-memory.ts), by key. */
+  removed: RemovedMemories;
 }

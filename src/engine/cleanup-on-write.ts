@@ -27,7 +27,7 @@ import {
   type PlannedSession,
   type ProtectedKey,
 } from '../policy/index.js';
-import { archiveFile, isInMemory, lockQueueState, setStoreUpkeepProvider, type SessionStore, type StoreLocation, type StoreUpkeep } from '../store/index.js';
+import { archiveFile, isInMemory, lockQueueState, setStoreUpkeepProvider, type SessionStore, type StoreLocation, type StoreTransaction, type StoreUpkeep } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { busyKeysIn } from './queue.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent, type HeldLocks } from './cleanup-files.js';
@@ -101,7 +101,7 @@ function upkeepFor(
   lastPruneScan: Map<string, number>,
   estimates: Map<string, DiskEstimate>,
 ): StoreUpkeep {
-  return async (store) => {
+  return async (store, tx) => {
     const now = ctx.clock.now();
     // agentId is not needed by the rules below; the folder is the store's.
     const location: StoreLocation = { agentId: '', storePath, sessionsDir: path.dirname(storePath) };
@@ -110,7 +110,7 @@ function upkeepFor(
     const scanDue = settings.pruneAfterMs !== null && !(now - (lastPruneScan.get(storePath) ?? Number.NEGATIVE_INFINITY) < PRUNE_SCAN_INTERVAL_MS);
     if (!overCap && !scanDue && !measureDue) return null;
     if (scanDue) lastPruneScan.set(storePath, now);
-    if (!measureDue) return removeOverCaps(ctx, settings, location, store, now, null);
+    if (!measureDue) return removeOverCaps(ctx, settings, location, store, tx, now, null);
     // One scan measures the folder and plans entry caps and budget together, as `sessions cleanup` does.
     const previous = estimates.get(storePath);
     const earlyScan = previous !== undefined && now - previous.measuredAt < BUDGET_MEASURE_INTERVAL_MS;
@@ -124,7 +124,7 @@ function upkeepFor(
       estimate.seen.set(entry.key, store[entry.key]?.updatedAt);
       if (entry.transcript.name !== null) estimate.sizes.set(entry.transcript.name, entry.transcript.bytes);
     }
-    const finish = await removeOverCaps(ctx, settings, location, store, now, built.snapshot, (plan) => {
+    const finish = await removeOverCaps(ctx, settings, location, store, tx, now, built.snapshot, (plan) => {
       const budget = plan.diskBudget;
       estimate.bytes = budget === null ? 0 : budget.totalBytesAfter;
       if (earlyScan && budget !== null && !budget.overBudget) {
@@ -184,6 +184,7 @@ async function removeOverCaps(
   settings: MaintenanceSettings,
   location: StoreLocation,
   store: SessionStore,
+  tx: StoreTransaction,
   now: number,
   measured: MaintenanceSnapshot | null,
   onPlan: (plan: CleanupPlan) => void = () => undefined,
@@ -287,7 +288,7 @@ async function removeOverCaps(
     const entry = store[session.key];
     // The entry read in this very lock: still the one planned on, still not pinned.
     if (entry === undefined || entry.pinned === true || String(entry.sessionId) !== session.sessionId) continue;
-    delete store[session.key];
+    tx.removeEntry(store, session.key, now);
     removed.push({ key: session.key, name: toArchive.has(session.key) ? session.transcript.name : null, evicted: session.action === 'evict-budget' });
   }
   const fileRemovals = budgetRemovals.filter((r) => r.kind === 'archive' || r.kind === 'new-archive' || (r.kind === 'unreferenced' && orphanLocks?.held.has(r.name) === true));

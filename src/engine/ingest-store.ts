@@ -12,6 +12,7 @@ import {
   checkSessionEntry,
   entryTextHash,
   findInstanceTranscript,
+  readRemovedMemories,
   transactSessionStore,
   transcriptSharing,
   withLock,
@@ -168,9 +169,10 @@ async function planRound(
   // rows share a transcript is known from one pass over the store as this round read it.
   const checked = new Set<string>();
   const sharing = transcriptSharing(store);
+  const removed = readRemovedMemories(location.storePath);
   for (;;) {
     const effects: BatchEffects = { starts: [], aborts: [], observe: new Map(), drains: new Map() };
-    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait, planned: new Set() };
+    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait, planned: new Set(), removed };
     let retry = false;
     for (const item of items) {
       if (failed.has(item)) continue;

@@ -62,7 +62,7 @@ export async function removeEntries(
     try {
       for (const [key, reason] of locks.failed) outcome.skipped.push({ key, reason });
       const ready = chunk.filter((c) => c.transcriptName === null || locks.held.has(c.key));
-      const result = await updateSessionStore(location.storePath, (store) => {
+      const result = await updateSessionStore(location.storePath, (store, tx) => {
         // Built afresh on every call: a mutator may be re-run on a fresh copy of the file.
         const removed: { key: string; sessionId: string }[] = [];
         const skipped: { key: string; reason: string }[] = [];
@@ -73,7 +73,7 @@ export async function removeEntries(
             skipped.push({ key: candidate.key, reason: 'changed' });
           } else if (current.pinned === true) skipped.push({ key: candidate.key, reason: 'pinned' });
           else {
-            delete store[candidate.key];
+            tx.removeEntry(store, candidate.key, now);
             removed.push({ key: candidate.key, sessionId: String(current.sessionId) });
           }
         }

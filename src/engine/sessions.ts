@@ -335,8 +335,8 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
     // No file it names can be trusted: the row goes (if unchanged), nothing is archived; a
     // transcript it had is then an orphan that `doctor --repair` adopts again under a good row.
     const row = JSON.stringify(found.entry);
-    await updateSessionStore(found.location.storePath, (store) => {
-      if (Object.hasOwn(store, found.key) && JSON.stringify(store[found.key]) === row) delete store[found.key];
+    await updateSessionStore(found.location.storePath, (store, tx) => {
+      if (Object.hasOwn(store, found.key) && JSON.stringify(store[found.key]) === row) tx.removeEntry(store, found.key, ctx.clock.now());
     });
     const id = found.entry.sessionId as unknown;
     // A row that is not even an object has no sessionId to show (as in the listing).
@@ -369,8 +369,9 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
         records.push(...removalRecords(dropped));
         // Recorded first: the archive keeps the report of what went with the row.
         await appendEntries(file, records, { session: { sessionId: entry.sessionId, sessionKey: key, agentId: location.agentId }, clock: ctx.clock, coveredBy: tx.handle });
-        const archivedTo = await archiveFile(file, 'deleted', ctx.clock.now());
-        delete store[key];
+        const now = ctx.clock.now();
+        const archivedTo = await archiveFile(file, 'deleted', now);
+        tx.removeEntry(store, key, now);
         return { sessionKey: key, sessionId: entry.sessionId, archivedTo, dropped };
       }),
     );

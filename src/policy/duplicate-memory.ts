@@ -4,18 +4,9 @@
 // many ids the session holds — the string itself only grows at its end (and is cut at its start
 // when ids leave the window), so it is never rebuilt per message.
 
-import { readRecentIds, recentIdKey, recentIdLine, writeRecentIds, type RecentId } from '../core/index.js';
+import { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, readRecentIds, recentIdKey, recentIdLine, writeRecentIds, type RecentId } from '../core/index.js';
 
-/** A messageId seen on the same session within this window makes a later copy a duplicate. */
-export const DUPLICATE_WINDOW_MS = 5 * 60_000;
-
-/**
- * Most ids one session remembers: every id of the window up to this bound (over 160 messages a
- * second to ONE session for five minutes); it bounds the entry's size. At 1024 a resend of a
- * larger batch was recorded twice in full: each resent id, no longer remembered, was recorded
- * again and pushed out the next one before it came.
- */
-export const RECENT_IDS_CAP = 50_000;
+export { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP };
 
 /** The entry field this module owns: the stored string, or the pairs of an older version. */
 type HasRecentIds = { recentMessageIds?: unknown };

@@ -86,6 +86,11 @@ export interface PlanContext {
   sessionKey: string;
   session: SessionConfig | undefined;
   now: number;
+  /**
+   * What a removed entry of this key remembered (store/removed-memory.ts): consulted when the
+   * key has no entry, so a resend of a message recorded before the removal is still a duplicate.
+   */
+  removed?: { sessionId: string; recentMessageIds: string };
   newSessionId: () => string;
   /** File name of a transcript for a sessionId (thread sessions get a topic suffix). */
   transcriptName: (sessionId: string, threadId?: string) => string;
@@ -135,10 +140,14 @@ export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 
  */
 export function planSessionMessage(existing: PlannedEntry | undefined, message: PlanMessage, ctx: PlanContext, editInPlace = false): SessionPlan {
   const { now } = ctx;
-  if (existing && message.messageId !== undefined) {
-    const seenAt = messageIdSeenAt(existing, message.messageId);
+  // A key without an entry still knows what its removed entry recorded lately.
+  const memory = existing ?? ctx.removed;
+  if (memory && message.messageId !== undefined) {
+    const seenAt = messageIdSeenAt(memory, message.messageId);
     if (typeof seenAt === 'number' && Math.abs(now - seenAt) < DUPLICATE_WINDOW_MS) {
-      return { entry: existing, created: false, duplicate: true, text: message.text, commandOnly: false, replyTo: planDelivery(existing, message, ctx).replyTo };
+      // For a removed entry: the instance that recorded it, which nothing else is known of.
+      const entry = existing ?? { sessionId: memory.sessionId, updatedAt: seenAt };
+      return { entry, created: false, duplicate: true, text: message.text, commandOnly: false, replyTo: planDelivery(existing, message, ctx).replyTo };
     }
   }
 
@@ -157,6 +166,8 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
       sessionStartedAt: now,
       lastInteractionAt: now,
     };
+    // The new entry goes on remembering what the removed one recorded.
+    if (ctx.removed !== undefined) entry.recentMessageIds = ctx.removed.recentMessageIds;
   } else {
     let reason: RotationReason | undefined;
     let model: string | undefined;

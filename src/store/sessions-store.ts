@@ -10,7 +10,8 @@ import { SwitchboardError, toSwitchboardError } from '../core/index.js';
 import { clearJournal, recoverJournal, writeJournal, type JournalSession } from './journal.js';
 import { withLock, type LockHandle } from './lock.js';
 import { DIR_MODE } from './paths.js';
-import type { SessionStore } from './session-entry.js';
+import type { SessionEntry, SessionStore } from './session-entry.js';
+import { keepRemovedMemories } from './removed-memory.js';
 import { decodeAndParse, ioError, reparseStoreText, serializeSessionStore, type ParsedStoreFile } from './sessions-store-read.js';
 import { MAX_REPLACE_ATTEMPTS, isRetryableConflict, readPinned, replaceStoreFile } from './sessions-store-replace.js';
 import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
@@ -28,6 +29,12 @@ export interface StoreTransaction {
   readonly storePath: string;
   readonly handle: LockHandle;
   writeJournal(sessions: JournalSession[], now: number): Promise<void>;
+  /**
+   * THE way an entry leaves the store (delete, cleanup, upkeep): its recent message ids are kept
+   * in sessions.json.removed by the same write, before the file is replaced, so that a resend to
+   * the key is still a duplicate (removed-memory.ts). `now` is the caller's clock.
+   */
+  removeEntry(store: SessionStore, key: string, now: number): void;
 }
 
 export interface SessionStoreLockOptions {
@@ -273,12 +280,20 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
         original = { text: recoveredText, store: recoveredStore };
       }
       let journalToClear = recovery !== null;
+      const removals = new Map<string, SessionEntry>();
+      let removedAt = 0;
       const tx: StoreTransaction = {
         storePath,
         handle,
         writeJournal: async (sessions, now) => {
           await writeJournal(storePath, sessions, now);
           journalToClear = journalToClear || sessions.length > 0;
+        },
+        removeEntry: (working, key, now) => {
+          if (!Object.hasOwn(working, key)) return;
+          removals.set(key, working[key]!);
+          removedAt = Math.max(removedAt, now);
+          delete working[key];
         },
       };
       const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch, tx);
@@ -301,6 +316,10 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
           if (journalToClear) await clearJournal(storePath);
           return batchOutcomes;
         }
+        // What the removed entries remembered goes down first (a mutator that failed and was
+        // replayed away may have removed a key that is back: only the keys gone now count).
+        const gone = new Map([...removals].filter(([key]) => !Object.hasOwn(store, key)));
+        if (gone.size > 0) await keepRemovedMemories(fs, storePath, gone, removedAt);
         // A lock taken over by a waiter (we overran maxHoldMs) must not be written through.
         await handle.verifyHeld();
         await replaceStoreFile(fs, storePath, nextText, original !== null, pin);

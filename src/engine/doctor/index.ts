@@ -42,6 +42,7 @@ import { selectStores, type StoreSelection } from '../session-list.js';
 import { checkEntries } from './entries.js';
 import { describeError, listFolder, statOrNull } from './files.js';
 import { checkJournal } from './journal.js';
+import { checkRemovedMemory } from './removed-memory.js';
 import { checkNonRegular } from './links.js';
 import { checkLocks, checkTombstones } from './locks.js';
 import { checkOrphans } from './orphans.js';
@@ -71,6 +72,7 @@ const STEPS: readonly DoctorStep[] = [
   { what: 'read the transcripts', run: scanTranscripts },
   { what: 'check sessions.json', run: checkStoreFile },
   { what: 'check the journal', needsStore: true, run: checkJournal },
+  { what: 'check the duplicate memory of removed sessions', run: checkRemovedMemory },
   { what: 'check the transcripts', run: checkTranscripts },
   { what: 'check for orphaned transcripts', needsStore: true, run: checkOrphans },
   { what: 'check the entries', needsStore: true, run: checkEntries },

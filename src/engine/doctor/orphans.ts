@@ -9,6 +9,7 @@ import { SwitchboardError } from '../../core/index.js';
 import { archiveFile, fsyncFolder, isNotAnObject, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
 import { asSwitchboardError, describeError, statOrNull } from './files.js';
 import type { DoctorChangeAction, DoctorProblem, RepairOutcome } from './report.js';
+import { recentIdsRecordedIn, withRecorded } from './recorded-ids.js';
 import { entryFromHeader, isNewer, numberOr, type StoreCheck, type UsableHeader } from './store-check.js';
 import { sharedGroups } from './shared.js';
 import type { TranscriptScan } from './transcript-scan.js';
@@ -147,6 +148,13 @@ async function transcriptMissing(doc: StoreCheck, entry: SessionEntry): Promise<
 /** Adoptions and repoints in ONE store update; each re-checked against the file read in the lock. */
 async function registerOrphans(doc: StoreCheck, plans: OrphanPlan[]): Promise<OrphanPlan[]> {
   if (plans.length === 0) return [];
+  // Read before the store lock is taken: the new entry remembers what its transcript recorded lately.
+  const recorded = new Map<OrphanPlan, string>();
+  for (const plan of plans) recorded.set(plan, await recentIdsRecordedIn(doc, plan.scan));
+  const withMemory = (plan: OrphanPlan, entry: SessionEntry): SessionEntry => {
+    const ids = recorded.get(plan)!;
+    return ids === '' ? entry : { ...entry, recentMessageIds: withRecorded(entry.recentMessageIds, ids, doc.now()) };
+  };
   let applied: Set<OrphanPlan>;
   try {
     applied = await updateSessionStore(
@@ -157,11 +165,11 @@ async function registerOrphans(doc: StoreCheck, plans: OrphanPlan[]): Promise<Or
           const { key } = plan.usable!;
           const entry = Object.hasOwn(store, key) ? store[key] : undefined;
           if (plan.decision === 'adopt' && (entry === undefined || isNotAnObject(entry))) {
-            store[key] = entryFromHeader(plan.scan, plan.usable!);
+            store[key] = withMemory(plan, entryFromHeader(plan.scan, plan.usable!));
             done.add(plan);
           } else if (plan.decision === 'repoint' && entry !== undefined && entry.sessionId === plan.currentSessionId) {
             const fresh = entryFromHeader(plan.scan, plan.usable!);
-            store[key] = { ...entry, ...fresh, updatedAt: Math.max(numberOr(entry.updatedAt, 0), fresh.updatedAt) };
+            store[key] = withMemory(plan, { ...entry, ...fresh, updatedAt: Math.max(numberOr(entry.updatedAt, 0), fresh.updatedAt) });
             done.add(plan);
           }
         }

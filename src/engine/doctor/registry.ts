@@ -7,6 +7,7 @@ import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { describeSchemaErrors, schemaValidator } from '../../config/index.js';
 import { describeFileKind, lstatKind, parseSessionStore, serializeSessionStore, withLock, type SessionStore } from '../../store/index.js';
+import { rememberRecordedIds } from './recorded-ids.js';
 import { keepLinkTarget, keepOriginal, readOrNull, replaceWholeFile, statOrNull } from './files.js';
 import type { DoctorChange, RepairOutcome } from './report.js';
 import { entryFromHeader, isNewer, type StoreCheck, type UsableHeader } from './store-check.js';
@@ -133,15 +134,19 @@ export function restoreStore(doc: StoreCheck): Promise<RepairOutcome> {
     }
     const fromBackup = await goodBackup(doc);
     const store = fromBackup ?? rebuildFromHeaders(doc);
+    const remembered = await rememberRecordedIds(doc, store);
     await handle.verifyHeld();
     await replaceWholeFile(storePath, serializeSessionStore(store));
     doc.store = store;
     doc.storeRestored = true;
     changes.push({ action: fromBackup ? 'restored' : 'rebuilt', file: storePath });
     const entries = `${Object.keys(store).length} ${Object.keys(store).length === 1 ? 'entry' : 'entries'}`;
-    const how = fromBackup ? `restored from ${base}.bak (${entries})` : `rebuilt ${entries} from transcript headers (no usable ${base}.bak)`;
+    // The backup is one write behind: what only the registry held (messages waiting in a queue) is
+    // not in it, and cannot be had back from the damaged bytes. Said, not hidden.
+    const how = fromBackup ? `restored from ${base}.bak (${entries}; it is one write behind: messages the last write queued are not in it)` : `rebuilt ${entries} from transcript headers (no usable ${base}.bak)`;
     const replaced = kind !== null && kind !== 'file' ? `; the ${describeFileKind(kind).replace(/^an? /, '')} in its place was replaced (never followed)` : '';
-    return { action: `${how}${replaced}${backup ? `; ${kind === 'symlink' ? 'the bytes the link pointed at' : 'damaged bytes'} kept as ${path.basename(backup)}` : ''}`, backup, changes };
+    const ids = remembered > 0 ? `; ${remembered} message id(s) recorded in the last five minutes are remembered again from the transcripts` : '';
+    return { action: `${how}${ids}${replaced}${backup ? `; ${kind === 'symlink' ? 'the bytes the link pointed at' : 'damaged bytes'} kept as ${path.basename(backup)}` : ''}`, backup, changes };
   });
 }
 

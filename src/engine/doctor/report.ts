@@ -41,6 +41,8 @@ export type DoctorProblemKind =
   | 'invalid-entry'
   /** Two or more keys name one transcript (sessionId or sessionFile), other than a cron job and its run alias: STORE_CORRUPT for each. */
   | 'shared-transcript'
+  /** sessions.json.removed (the duplicate memory of removed sessions) is not JSON of its shape: read as empty. */
+  | 'removed-memory-invalid'
   /** The check itself failed (e.g. a permission error); the error says why. */
   | 'check-failed';
 

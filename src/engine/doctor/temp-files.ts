@@ -5,7 +5,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, systemClock } from '../../core/index.js';
-import { lockPathFor } from '../../store/index.js';
+import { REMOVED_MEMORY_SUFFIX, lockPathFor } from '../../store/index.js';
 import { LEFTOVER_AGE_MS, isProcessAlive, statOrNull } from './files.js';
 import type { StoreCheck } from './store-check.js';
 
@@ -14,8 +14,11 @@ const DOCTOR_TEMP_NAME = /^(.+\.jsonl)\.doctor-(\d+)-[0-9a-f]+\.tmp$/;
 /** The lock that guards the write a temp file belongs to, or null when the name is no temp of ours. */
 function tempGuard(doc: StoreCheck, name: string): { lockPath: string; pid: number | null } | null {
   const storeBase = path.basename(doc.location.storePath);
-  if (name === `${storeBase}.bak.tmp` || (name.startsWith(`${storeBase}.`) && /^\d{1,10}$/.test(name.slice(storeBase.length + 1)))) {
-    // write-file-atomic names its temp `<file>.<uint32>`; .bak.tmp is the store's backup link
+  const removedBase = `${storeBase}${REMOVED_MEMORY_SUFFIX}`;
+  const atomicTemp = (base: string) => name.startsWith(`${base}.`) && /^\d{1,10}$/.test(name.slice(base.length + 1));
+  if (name === `${storeBase}.bak.tmp` || atomicTemp(storeBase) || atomicTemp(removedBase)) {
+    // write-file-atomic names its temp `<file>.<uint32>`; .bak.tmp is the store's backup link;
+    // sessions.json.removed is replaced under the store lock too
     return { lockPath: lockPathFor(doc.location.storePath), pid: null };
   }
   const doctorTemp = DOCTOR_TEMP_NAME.exec(name);
