@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
-import { SwitchboardError, normalizeAgentId, toSwitchboardError } from '../core/index.js';
+import { SwitchboardError, normalizeAgentId, systemClock, toSwitchboardError } from '../core/index.js';
 import { evaluateFreshness, resetPolicyFor, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
 import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
 import {
@@ -345,7 +345,8 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
   const { location, key } = found;
   const file = transcriptFileOf(location, found.entry, key);
   const lockOptions = sessionLockOptions(ctx, { sessionKey: key });
-  const deadline = ctx.clock.now() + (lockOptions.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS);
+  // Real time: the command's clock may be pinned (--now) and would never reach the deadline.
+  const deadline = systemClock.now() + (lockOptions.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS);
   for (;;) {
     const liveness: Liveness = new Map();
     await learnLiveness(ctx, location, [(await readSessionStore(location.storePath))[key] as QueuedEntry | undefined], liveness);
@@ -376,7 +377,7 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
       }),
     );
     if (typeof outcome === 'object') return outcome;
-    if (outcome === 'live' && ctx.clock.now() >= deadline) {
+    if (outcome === 'live' && systemClock.now() >= deadline) {
       throw new SwitchboardError('SESSION_BUSY', `session "${key}" still has a run or waiting messages of a live process`, {
         hint: 'wait for its work to end (switchboard queue list), or stop it with switchboard queue abort, then run the command again',
       });

@@ -78,6 +78,29 @@ describe('sessions delete with waiting work', () => {
     assert.deepEqual(archive.shape.filter((s) => s.startsWith('user:')), ['user:active', 'user:b'], 'both ran in the instance that was archived');
   });
 
+  test('waiting messages of a live process that does not get to them: SESSION_BUSY (75) after the acquire timeout, nothing dropped', async () => {
+    // After run A, B waits out a long quiet window: the ingest owns the queue, and nothing runs
+    // or holds a lock meanwhile.
+    const env = queueEnv({
+      session: { dmScope: 'per-peer', writeLock: { acquireTimeoutMs: 400 } },
+      agents: { defaults: { runner: queueRunner('hold') } },
+      messages: { queue: { mode: 'followup', debounceMs: 60_000 } },
+    });
+    const live = new LiveIngest(env);
+    live.send(alice('active', { runId: 'A' }), alice('later', { runId: 'L1' }));
+    await live.waitFor((e) => e.type === 'run_started' && e.runId === 'A', 'the active run');
+    await live.result(2);
+    releaseHolds(env);
+    await live.waitFor((e) => e.type === 'run_ended' && e.runId === 'A', 'the end of run A');
+    // --now pins the command's clock: the wait must end by real time all the same.
+    const refused = await queueCli(env, ['sessions', 'delete', KEY, '--yes', '--json', '--now', '2026-06-01T10:00:00Z']);
+    assert.equal(refused.code, 75, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, /still has a run or waiting messages of a live process/);
+    assert.deepEqual((await queueCli(env, ['queue', '--json'])).json.items.map((i: any) => i.runId), ['L1'], 'the item still waits');
+    live.child.kill('SIGKILL');
+    await live.exited;
+  });
+
   test('a run whose process was killed: its report and the messages it left waiting go into the archive', async () => {
     const env = holdEnv();
     const live = new LiveIngest(env);
