@@ -148,7 +148,9 @@ function renderRecord(record: TranscriptRecord, key: string, zone?: string): str
   // OpenClaw's settings records.
   if (record.type === 'model_change') return `${time}  ── model ${[record.provider, record.modelId].filter((part) => typeof part === 'string').join('/')}`;
   if (record.type === 'thinking_level_change') return `${time}  ── thinking ${String(record.thinkingLevel)}`;
-  if (record.type === 'reset_notice') return `${time}  ── reset (${String(record.reason)}) after session ${String(record.previousSessionId)}`;
+  if (record.type === 'reset_notice') {
+    return `${time}  ── reset (${String(record.reason)}) ${typeof record.previousSessionId === 'string' ? `after session ${record.previousSessionId}` : 'as the first message: nothing before it'}`;
+  }
   if (record.type === 'custom') {
     const data = (record.data ?? {}) as { text?: string };
     return `${time}  [${String(record.customType)}] ${data.text ?? ''}`.trimEnd();

@@ -67,7 +67,10 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
     if (plan.duplicate) continue;
     const outcome = item.outcome;
     // Queued, parked, dropped or outboxed messages are not written now (rotations still are).
-    if (outcome && !outcome.record && outcome.before.length === 0 && outcome.after.length === 0 && !plan.rotation) continue;
+    // A bare reset trigger as an address's first message starts an instance that replaced nothing:
+    // its notice says so (the session must begin with a record, and the trigger word is none).
+    const firstCommand = plan.created && plan.commandOnly;
+    if (outcome && !outcome.record && outcome.before.length === 0 && outcome.after.length === 0 && !plan.rotation && !firstCommand) continue;
     const sessionFile = plan.entry.sessionFile ?? `${plan.entry.sessionId}.jsonl`;
     let file = paths.get(sessionFile);
     if (file === undefined) paths.set(sessionFile, (file = transcriptPathIn(location, sessionFile)));
@@ -81,6 +84,8 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
       if (plan.rotation.reason !== 'cron') {
         work.entries.push({ type: 'reset_notice', reason: plan.rotation.reason, previousSessionId: plan.rotation.previousSessionId });
       }
+    } else if (firstCommand) {
+      work.entries.push({ type: 'reset_notice', reason: 'command' });
     }
     if (outcome) {
       work.entries.push(...outcome.before);

@@ -156,6 +156,19 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
   let text = message.text;
   let commandOnly = false;
   const created = existing === undefined;
+  // A reset trigger is a command on any address, as in OpenClaw: its word never reaches the
+  // transcript, `/new <model>` sets the model. A new address has nothing to rotate.
+  let model: string | undefined;
+  let triggered = false;
+  if (message.kind === 'user' && text !== undefined) {
+    const trigger = parseResetTrigger(text, resolveResetTriggers(ctx.session));
+    if (trigger) {
+      triggered = true;
+      text = trigger.rest === '' ? undefined : trigger.rest;
+      commandOnly = text === undefined;
+      model = trigger.model;
+    }
+  }
 
   if (!existing) {
     const sessionId = ctx.newSessionId();
@@ -168,25 +181,19 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
     };
     // The new entry goes on remembering what the removed one recorded.
     if (ctx.removed !== undefined) entry.recentMessageIds = ctx.removed.recentMessageIds;
+    if (model) entry.model = entry.modelOverride = model;
   } else {
     let reason: RotationReason | undefined;
-    let model: string | undefined;
     if (message.kind === 'cron') {
       // Cron jobs never reuse history: every run is a fresh instance.
       reason = 'cron';
+    } else if (triggered) {
+      reason = 'command';
     } else if (message.kind === 'user') {
-      const trigger = text === undefined ? null : parseResetTrigger(text, resolveResetTriggers(ctx.session));
-      if (trigger) {
-        reason = 'command';
-        text = trigger.rest === '' ? undefined : trigger.rest;
-        commandOnly = text === undefined;
-        model = trigger.model;
-      } else {
-        // Only real user messages find a session stale; heartbeats and system events never
-        // start a new instance (`switchboard maintain` applies due resets without a message).
-        const freshness = evaluateFreshness(existing, resetPolicyFor(ctx.session, ctx.sessionKey, message), now);
-        if (!freshness.fresh) reason = freshness.staleReason;
-      }
+      // Only real user messages find a session stale; heartbeats and system events never
+      // start a new instance (`switchboard maintain` applies due resets without a message).
+      const freshness = evaluateFreshness(existing, resetPolicyFor(ctx.session, ctx.sessionKey, message), now);
+      if (!freshness.fresh) reason = freshness.staleReason;
     }
     // A new instance is always a new object: the entry the earlier messages planned stays as it was.
     if (editInPlace && reason === undefined) entry = existing;

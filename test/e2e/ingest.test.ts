@@ -258,6 +258,34 @@ describe('session instances', () => {
     assert.deepEqual(lines.slice(1).map((l) => l.type === 'message' ? l.message.content[0].text : l.type), ['reset_notice', 'what now?']);
   });
 
+  test('a reset trigger as the first message of an address is a command too: its word is never recorded', async () => {
+    const state = tempDir();
+    const r = await ingest(
+      state,
+      [
+        line({ channel: 'telegram', peer: 'direct:a', text: '/new hello there' }),
+        line({ channel: 'telegram', peer: 'direct:b', text: '/new' }),
+        line({ channel: 'telegram', peer: 'direct:c', text: '/new gpt-5' }),
+        line({ channel: 'telegram', peer: 'direct:b', text: 'and now?' }),
+      ].join('\n'),
+      [],
+      writeJson(path.join(state, 'config.json'), { session: { dmScope: 'per-peer' } }),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const [rest, bare, model, after] = jsonLines(r.stdout);
+    assert.deepEqual([rest.disposition, bare.disposition, model.disposition, after.disposition], ['recorded', 'command', 'command', 'recorded']);
+    assert.deepEqual([rest.reset, bare.reset, model.reset], [null, null, null], 'nothing was there to reset');
+    assert.equal(after.sessionId, bare.sessionId, 'the instance the bare trigger started goes on');
+    const store = readStore(state, 'main');
+    const shapeOf = (key: string) => transcriptLines(state, 'main', store[key].sessionFile).slice(1).map((l) => (l.type === 'message' ? l.message.content[0].text : `${l.type}${l.previousSessionId === undefined ? '' : ' after'}`));
+    assert.deepEqual(shapeOf('agent:main:direct:a'), ['hello there']);
+    assert.deepEqual(shapeOf('agent:main:direct:b'), ['reset_notice', 'and now?']);
+    assert.deepEqual(shapeOf('agent:main:direct:c'), ['reset_notice']);
+    assert.equal(store['agent:main:direct:c'].model, 'gpt-5');
+    const transcript = await runCli(['sessions', 'transcript', 'agent:main:direct:b', '--state-dir', state, '--config', path.join(state, 'config.json')]);
+    assert.match(transcript.stdout, /reset \(command\) as the first message: nothing before it/);
+  });
+
   test('a repeated messageId within 5 minutes is a duplicate and is recorded once', async () => {
     const state = tempDir();
     const msg = line({ channel: 'x', text: 'once', messageId: 'm-1' });

@@ -379,7 +379,9 @@ describe('every schema can fail', () => {
     assertInvalid('transcript-entry', { type: 'leaf', ...common }, 'targetId');
     assertInvalid('transcript-entry', { type: 'message', ...common, message: { ...userMessage, content: [{ type: 'text' }] } }, 'message.content[0].text');
     assertInvalid('transcript-entry', { type: 'message', ...common, message: { ...userMessage, timestamp: '2026-11-30T07:00:00Z' } }, 'message.timestamp');
-    assertInvalid('transcript-entry', { type: 'reset_notice', ...common, reason: 'command' }, 'previousSessionId');
+    // Only a bare trigger as an address's first message (reason command) replaced nothing.
+    assertInvalid('transcript-entry', { type: 'reset_notice', ...common, reason: 'daily' }, 'previousSessionId');
+    assertInvalid('transcript-entry', { type: 'reset_notice', ...common, reason: 'idle' }, 'previousSessionId');
     assertInvalid('transcript-entry', { type: 'reset_notice', ...common, reason: 'whim', previousSessionId: sessionId }, 'reason');
     assertInvalid('transcript-entry', { type: 'custom', ...common, data: {} }, 'customType');
     assertInvalid('transcript-entry', { type: 'custom', ...common, customType: 'heartbeat', data: { text: null, channel: 'x', runId: 'r1' } }, 'data.timestamp');
