@@ -46,6 +46,7 @@ import {
 import { executeTurn, updateStore } from './runs.js';
 import type { TurnSpec } from './turn-spec.js';
 import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
+import { transcriptFileOf } from './session-list.js';
 import type { QueueRuntime } from './runtime.js';
 
 interface DrainTurn {
@@ -274,9 +275,13 @@ export async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: 
       // In a store transaction, like every append of an idle session's transcript; the notes
       // leave the outbox in the same sessions.json write that follows their fsync.
       await transactRetryingBusy(ctx, location, async (store, tx) => {
+        const entry = (Object.hasOwn(store, ref.sessionKey) ? store[ref.sessionKey] : undefined) as QueuedEntry | undefined;
+        // Removed or rotated since the plan: the file is an archive's old name or another
+        // instance's, and an append would make it again as an orphan. Whatever is still in the
+        // outbox goes to the instance the entry names now, with its next drain.
+        if (entry === undefined || !isUsableEntry(store, ref.sessionKey, location.sessionsDir) || entry.sessionId !== sessionId || transcriptFileOf(location, entry, ref.sessionKey) !== transcript) return;
         await appendInStore(ctx, tx, { file: transcript, sessionKey: ref.sessionKey, sessionId, agentId: ref.agentId }, preRecords);
-        const entry = store[ref.sessionKey] as QueuedEntry | undefined;
-        if (entry !== undefined && outboxIds.length > 0 && dropOutbox(entry, outboxIds)) entry.updatedAt = ctx.clock.now();
+        if (outboxIds.length > 0 && dropOutbox(entry, outboxIds)) entry.updatedAt = ctx.clock.now();
       });
     } catch (err) {
       process.emitWarning(`switchboard: could not record queue notes in ${transcript}: ${toSwitchboardError(err).message}`);

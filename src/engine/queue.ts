@@ -356,7 +356,7 @@ export async function dropIncognitoQueues(ctx: EngineContext): Promise<DroppedEv
   return events;
 }
 
-/** For maintenance: sessions with a run (`running`) or waiting work (`queued`) are never removed. */
+/** For maintenance: sessions with a run (`running`) or waiting work or notes (`queued`) are never removed. */
 export async function queueBusyKeys(location: StoreLocation): Promise<ProtectedKey[]> {
   return busyKeysIn(await readSessionStore(location.storePath));
 }
@@ -367,7 +367,10 @@ export function busyKeysIn(store: SessionStore): ProtectedKey[] {
   for (const [key, value] of Object.entries(store)) {
     const entry = value as QueuedEntry;
     if (entry.activeRun) keys.push({ key, reason: 'running' });
-    else if (queueOf(entry).length > 0 || entry.pendingReset) keys.push({ key, reason: 'queued' });
+    // Records still owed to its transcript (the outbox: a dead run's failure, drops, expiries)
+    // are queued work too: removing the entry would lose them, or have them written into an
+    // archived file's name afterwards, where nothing names them.
+    else if (queueOf(entry).length > 0 || entry.pendingReset || (Array.isArray(entry.outbox) && entry.outbox.length > 0)) keys.push({ key, reason: 'queued' });
   }
   return keys;
 }

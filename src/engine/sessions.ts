@@ -207,6 +207,8 @@ export interface RotationRequest {
    * rotation gives the key its own (otherwise a shared entry is refused, see checkNotShared).
    */
   separatingFrom?: string;
+  /** No enforce upkeep in the write (doctor: its later steps judge the folder as it was scanned). */
+  skipUpkeep?: boolean;
 }
 
 export type RotationOutcome =
@@ -250,7 +252,7 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       });
       store[key] = next;
       return { entry: next, reason: decided.reason };
-    });
+    }, { skipUpkeep: request.skipUpkeep });
     if ('skip' in decision) return { kind: 'skipped', reason: decision.skip };
     // After the store names the new instance, nothing appends to the old file any more.
     const archivedTo = request.file === null ? null : await archiveFile(request.file, 'reset', now);

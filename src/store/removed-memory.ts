@@ -11,15 +11,18 @@
 // the next removal; the reader ignores them), so the file holds what the removals of the last
 // five minutes carried. A crash between this write and the registry's leaves both holding the
 // same ids, which says nothing wrong. An unreadable file (malformed, not a regular file) is read
-// as empty — the cost is the protection it gave — and `doctor` reports it.
+// as empty — the cost is the protection it gave — `doctor` reports it, and the next removal
+// replaces it.
 //
 //   {"version": 1, "sessions": {"<sessionKey>": {"sessionId": "…", "recentMessageIds": "<ms> <id>\n…"}}}
 
+import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DUPLICATE_WINDOW_MS, errnoOf, mergeRecentIds, readRecentIds } from '../core/index.js';
+import { DUPLICATE_WINDOW_MS, errnoOf, ioError, mergeRecentIds, readRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { FILE_MODE } from './paths.js';
+import { notRegularFileError } from './regular-file.js';
 import type { SessionEntry } from './session-entry.js';
 import { FOLDER_FSYNC_UNSUPPORTED, type StoreFileSystem } from './store-fs.js';
 
@@ -126,7 +129,21 @@ export async function keepRemovedMemories(fs: StoreFileSystem, storePath: string
     return;
   }
   const body = { version: VERSION, sessions: Object.fromEntries(next) };
-  await fs.replaceAtomically(file, FILE_MODE, (tempPath) => fs.writeWholeFile(tempPath, Buffer.from(`${JSON.stringify(body)}\n`, 'utf8')));
+  // A temp renamed over the name, which replaces whatever is there — a link or FIFO put in its
+  // place included — without opening or following it: a derived file that cannot be written
+  // would fail a batch after its records are down.
+  const temp = `${file}.${randomBytes(4).readUInt32BE(0)}`;
+  try {
+    await fs.createExclusive(temp, FILE_MODE);
+    await fs.writeWholeFile(temp, Buffer.from(`${JSON.stringify(body)}\n`, 'utf8'));
+    await fs.fsyncPath(temp);
+    await fs.rename(temp, file);
+  } catch (err) {
+    await fs.unlink(temp).catch(() => undefined);
+    const errno = errnoOf(err);
+    if (errno === 'EISDIR' || errno === 'ENOTEMPTY' || errno === 'EEXIST') throw notRegularFileError(file, 'directory');
+    throw ioError(`could not write ${file}`, err);
+  }
   await fs.fsyncPath(path.dirname(file)).catch((err: unknown) => {
     if (!FOLDER_FSYNC_UNSUPPORTED.has(errnoOf(err) ?? '')) throw err;
   });

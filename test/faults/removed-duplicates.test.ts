@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
+import { spawn } from 'node:child_process';
+import { BIN, jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
 
 const T0 = Date.parse('2026-06-01T10:00:00.000Z');
 
@@ -26,12 +27,18 @@ async function ingest(env: { state: string; config: string }, messages: Record<s
   return jsonLines(r.stdout).filter((e) => e.type === 'result');
 }
 
-/** How many records, in every transcript and archive of the folder, carry this messageId. */
+/** Every transcript and archive of the folder (lock folders left by a killed process are not). */
+function transcriptFiles(dir: string): string[] {
+  return fs.readdirSync(dir).filter((n) => n.includes('.jsonl') && fs.statSync(path.join(dir, n)).isFile());
+}
+
+/** How many user records, in every transcript and archive of the folder, carry this messageId. */
 function copiesOf(dir: string, messageId: string): number {
   let copies = 0;
-  for (const name of fs.readdirSync(dir).filter((n) => n.includes('.jsonl'))) {
+  for (const name of transcriptFiles(dir)) {
     for (const line of fs.readFileSync(path.join(dir, name), 'utf8').split('\n')) {
-      if (line.includes(`"messageId":"${messageId}"`)) copies += 1;
+      // A user record (a run_failed naming the message it carried is no copy of it).
+      if (line.includes('"role":"user"') && line.includes(`"messageId":"${messageId}"`)) copies += 1;
     }
   }
   return copies;
@@ -124,4 +131,68 @@ describe('duplicates after doctor restores sessions.json', () => {
       for (const id of ['old', 'new1', 'new2']) assert.equal(copiesOf(env.dir, id), 1, id);
     });
   }
+});
+
+describe('maintenance and doctor do not undo each other', () => {
+  test('doctor --repair completing a journal in enforce mode caps nothing under its own later steps', async () => {
+    const env = setup({ maintenance: { mode: 'enforce', maxEntries: 2 } });
+    await ingest(env, [message('a1', 'a1'), message('a2', 'a2')], T0);
+    // A batch that dies after its records are down and before sessions.json is written: a
+    // folder where the store's backup link is made fails the replace, the journal stays.
+    const blocker = path.join(env.dir, 'sessions.json.bak.tmp');
+    fs.mkdirSync(blocker);
+    const failed = await runCli(['ingest', '--state-dir', env.state, '--config', env.config, '--now', new Date(T0 + 1_000).toISOString()], {
+      input: `${JSON.stringify(message('a3', 'a3'))}\n${JSON.stringify(message('a4', 'a4'))}\n`,
+    });
+    assert.notEqual(failed.code, 0, 'the batch failed');
+    assert.ok(fs.statSync(path.join(env.dir, 'sessions.json.journal')).size > 0, 'its journal is pending');
+    fs.rmdirSync(blocker);
+
+    const repaired = await runCli(['doctor', '--repair', '--json', '--state-dir', env.state, '--config', env.config, '--now', new Date(T0 + 2_000).toISOString()]);
+    assert.equal(repaired.code, 0, repaired.stdout + repaired.stderr);
+    const kinds = JSON.parse(repaired.stdout).stores[0].problems.map((p: { kind: string }) => p.kind);
+    assert.deepEqual(kinds, ['journal-pending'], 'nothing was removed and then "repaired" back as a session with its history lost');
+    const check = await runCli(['doctor', '--state-dir', env.state, '--config', env.config, '--now', new Date(T0 + 2_000).toISOString()]);
+    assert.equal(check.code, 0, check.stdout + check.stderr);
+
+    const resent = await ingest(env, ['a1', 'a2', 'a3', 'a4'].map((id) => message(id, id)), T0 + 3_000);
+    assert.deepEqual(resent.map((e) => e.disposition), ['duplicate', 'duplicate', 'duplicate', 'duplicate']);
+    for (const id of ['a1', 'a2', 'a3', 'a4']) assert.equal(copiesOf(env.dir, id), 1, id);
+  });
+
+  test('a session owed the report of a killed run is not capped away before the report is in its transcript', async () => {
+    const env = setup({ maintenance: { mode: 'enforce', maxEntries: 1 } });
+    fs.writeFileSync(env.config, JSON.stringify({ session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxEntries: 1 } }, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 60_000 } } } }));
+    // (rewritten below with a quick runner for the process that takes over)
+    const first = spawn(process.execPath, [BIN, 'ingest', '--state-dir', env.state, '--config', env.config], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    first.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    first.stdin.write(`${JSON.stringify(message('p2', 'x1'))}\n`);
+    const deadline = Date.now() + 20_000;
+    while (!out.includes('"type":"run_started"')) {
+      assert.ok(Date.now() < deadline, `no run started: ${out}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.match(out, /"messageId":"x1".*"persisted":true/);
+    first.kill('SIGKILL');
+    await new Promise((resolve) => first.on('close', resolve));
+
+    // The next process takes the dead run over (its run_failed goes to the outbox) while its own
+    // message makes the store one entry too many. (Its own run is quick.)
+    const runner = (delayMs: number) => JSON.stringify({ session: { dmScope: 'per-peer', maintenance: { mode: 'enforce', maxEntries: 1 } }, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs } } } });
+    fs.writeFileSync(env.config, runner(10));
+    const next = await runCli(['ingest', '--state-dir', env.state, '--config', env.config], { input: `${JSON.stringify(message('p3', 'y1'))}\n` });
+    assert.equal(next.code, 0, next.stderr);
+    const store = JSON.parse(fs.readFileSync(path.join(env.dir, 'sessions.json'), 'utf8'));
+    const named = new Set(Object.values(store).map((entry: any) => entry.sessionFile));
+    const transcripts = fs.readdirSync(env.dir).filter((n) => n.endsWith('.jsonl'));
+    assert.deepEqual(transcripts.filter((n) => !named.has(n)), [], 'no transcript is left that no entry names (an archived name written again)');
+    const failures = transcriptFiles(env.dir).flatMap((n) => fs.readFileSync(path.join(env.dir, n), 'utf8').split('\n').filter((l) => l.includes('"customType":"run_failed"')));
+    assert.equal(failures.length, 1, 'the killed run is reported once, in the session it belonged to');
+    const check = await runCli(['doctor', '--state-dir', env.state, '--config', env.config]);
+    assert.equal(check.code, 0, check.stdout + check.stderr);
+    const resent = await runCli(['ingest', '--state-dir', env.state, '--config', env.config, '--no-wait'], { input: `${JSON.stringify(message('p2', 'x1'))}\n` });
+    assert.deepEqual(jsonLines(resent.stdout).filter((e) => e.type === 'result').map((e) => e.disposition), ['duplicate']);
+    assert.equal(copiesOf(env.dir, 'x1'), 1);
+  });
 });

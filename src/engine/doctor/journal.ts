@@ -22,7 +22,9 @@ export async function checkJournal(doc: StoreCheck): Promise<void> {
   if (!doc.repair) return;
   await doc.attempt([problem], async () => {
     // The one update path completes the journal before anything else; nothing more to change.
-    await updateSessionStore(storePath, () => undefined, { lock: { acquireTimeoutMs: doc.storeLock().acquireTimeoutMs } });
+    // No enforce upkeep in this write: it would remove entries (and archive their files) under
+    // the steps that follow, which judge the folder as it was scanned.
+    await updateSessionStore(storePath, () => undefined, { lock: { acquireTimeoutMs: doc.storeLock().acquireTimeoutMs }, skipUpkeep: true });
     doc.store = await readSessionStore(storePath);
     return { action: 'completed: sessions.json now names the records that reached the transcripts', changes: [{ action: 'rewrote', file: storePath }] };
   });

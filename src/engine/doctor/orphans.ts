@@ -6,7 +6,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
-import { archiveFile, fsyncFolder, isNotAnObject, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
+import { archiveFile, fsyncFolder, isNotAnObject, readRemovedMemories, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
 import { asSwitchboardError, describeError, statOrNull } from './files.js';
 import type { DoctorChangeAction, DoctorProblem, RepairOutcome } from './report.js';
 import { recentIdsRecordedIn, withRecorded } from './recorded-ids.js';
@@ -148,9 +148,14 @@ async function transcriptMissing(doc: StoreCheck, entry: SessionEntry): Promise<
 /** Adoptions and repoints in ONE store update; each re-checked against the file read in the lock. */
 async function registerOrphans(doc: StoreCheck, plans: OrphanPlan[]): Promise<OrphanPlan[]> {
   if (plans.length === 0) return [];
-  // Read before the store lock is taken: the new entry remembers what its transcript recorded lately.
+  // Read before the store lock is taken: the new entry remembers what its transcript recorded
+  // lately, and what a removed entry of its key left in sessions.json.removed.
+  const removed = readRemovedMemories(doc.location.storePath);
   const recorded = new Map<OrphanPlan, string>();
-  for (const plan of plans) recorded.set(plan, await recentIdsRecordedIn(doc, plan.scan));
+  for (const plan of plans) {
+    const ids = [await recentIdsRecordedIn(doc, plan.scan), removed.get(plan.usable!.key)?.recentMessageIds ?? ''].filter((part) => part !== '');
+    recorded.set(plan, ids.join('\n'));
+  }
   const withMemory = (plan: OrphanPlan, entry: SessionEntry): SessionEntry => {
     const ids = recorded.get(plan)!;
     return ids === '' ? entry : { ...entry, recentMessageIds: withRecorded(entry.recentMessageIds, ids, doc.now()) };

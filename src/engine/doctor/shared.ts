@@ -72,6 +72,7 @@ export async function separateShared(doc: StoreCheck, group: SharedGroup): Promi
       decide: () => ({ reason: 'shared-transcript' }),
       note: `this session's entry named the transcript of ${group.keeper}; switchboard doctor --repair gave it one of its own`,
       runId: 'doctor',
+      skipUpkeep: true,
     });
     if (outcome.kind !== 'rotated') throw new SwitchboardError('SESSION_BUSY', `the entry of ${key} changed meanwhile; left it alone`, { hint: 'run doctor again' });
     const file = doc.entryFile(outcome.entry);
