@@ -4,7 +4,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { SwitchboardError, isSwitchboardError } from '../core/index.js';
 import { CliContext } from './context.js';
-import { guardOutput, outputError, processStreams, reportError, type Streams } from './output.js';
+import { guardOutput, outputError, processStreams, reportError, settledOutput, type Streams } from './output.js';
 import { allCommands, commandPathOf, registerCompletionCommand, registerHelpCommand, subcommandNames, suggestSubcommands } from './help.js';
 
 export type Registration = (program: Command, hooks: ProgramHooks) => void;
@@ -181,6 +181,8 @@ export async function main(argv: string[], streams: Streams = processStreams()):
   }
   // A reader that went away (EPIPE) ends output quietly with the command's own code; any other
   // failure to write stdout (disk full behind a redirection) means the data is lost: IO, 74.
+  // The stream reports a failed write on a later tick: everything written is settled first.
+  await settledOutput(streams.stdout);
   const writeFailure = outputError(streams.stdout);
   if (writeFailure !== undefined && exitCode === 0) {
     exitCode = reportError(new SwitchboardError('IO', `writing to stdout failed: ${writeFailure.message}`, { cause: writeFailure }), streams, {

@@ -88,6 +88,17 @@ export function outputClosed(stream: Writable): boolean {
   return outputStates.get(stream)?.closed === true;
 }
 
+/**
+ * Resolves once what was written to the stream has been handed on or has failed (its error
+ * event delivered), so that outputError tells the truth; at once for a stream already closed.
+ */
+export function settledOutput(stream: Writable): Promise<void> {
+  if (outputClosed(stream) || stream.destroyed || stream.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.write('', () => setImmediate(resolve));
+  });
+}
+
 /** Why the stream failed, when it was not the reader going away. */
 export function outputError(stream: Writable): NodeJS.ErrnoException | undefined {
   return outputStates.get(stream)?.error;

@@ -32,8 +32,9 @@ export function selectionOf(ctx: CliContext): StoreSelection {
 const DEFAULT_LIST_LIMIT = 100;
 
 export function positiveInt(value: string, name: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new SwitchboardError('USAGE', `${name} must be a whole number ≥ 0, got "${value}"`);
+  // Digits only: Number() would read "" as 0 and "0x10" as 16.
+  const n = /^\s*\d+\s*$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 0) throw new SwitchboardError('USAGE', `${name} must be a whole number ≥ 0, got "${value}"`);
   return n;
 }
 

@@ -49,15 +49,29 @@ export function parseIsoTime(text: string): number | undefined {
 }
 
 /** Parses `--now` values: an ISO-8601 date-time or epoch milliseconds. */
+/** The largest epoch ms a Date can hold (either side of 1970). */
+export const MAX_DATE_MS = 8.64e15;
+
+/**
+ * The latest time a clock may be set to, 9999-12-31T23:59:59.999Z: every time switchboard works
+ * out from "now" (the next daily reset, an idle expiry, a file's archive stamp) must still be a
+ * date, and JavaScript's dates end in the year 275760.
+ */
+export const MAX_CLOCK_MS = 253_402_300_799_999;
+
 export function parseNow(value: string, source = '--now'): number {
   const trimmed = value.trim();
+  let ms: number | undefined;
   if (/^-?\d+$/.test(trimmed)) {
-    const ms = Number(trimmed);
-    if (Number.isSafeInteger(ms) && ms >= 0) return ms;
+    const epoch = Number(trimmed);
+    if (Number.isSafeInteger(epoch) && epoch >= 0) ms = epoch;
   } else {
-    const ms = parseIsoTime(trimmed);
-    if (ms !== undefined) return ms;
+    ms = parseIsoTime(trimmed);
   }
+  if (ms !== undefined && ms > MAX_CLOCK_MS) {
+    throw new SwitchboardError('USAGE', `${source}: "${value}" is after 9999-12-31T23:59:59.999Z, the latest time the clock may be set to`);
+  }
+  if (ms !== undefined) return ms;
   throw new SwitchboardError('USAGE', `${source}: "${value}" is neither an ISO-8601 time nor epoch milliseconds`, {
     hint: 'example: --now 2026-11-30T07:00:00Z or --now 1796022000000',
   });

@@ -2,7 +2,7 @@
 // windows, deferred rotations, rebind checks), a poll of the store for requests from other
 // processes, orphaned queues taken over, and the event sink run events are written to.
 
-import { systemClock, toSwitchboardError } from '../core/index.js';
+import { systemClock, timerDelay, toSwitchboardError } from '../core/index.js';
 
 import { isUsableEntry, readSessionStore, transcriptSharing, type SessionStore } from '../store/index.js';
 
@@ -176,7 +176,8 @@ export class QueueRuntime implements RunHost {
     }
     state.dueAt = dueAt;
     const current = state;
-    state.timer = setTimeout(() => void this.runDrain(ref, key, current), delay);
+    // A longer wait wakes early and plans again: the drain waits on until the item is due.
+    state.timer = setTimeout(() => void this.runDrain(ref, key, current), timerDelay(delay));
   }
 
   private async runDrain(ref: SessionRef, key: string, state: DrainState): Promise<void> {
@@ -208,7 +209,7 @@ export class QueueRuntime implements RunHost {
     state.running = false;
     if (next !== undefined && !this.suppressed.has(key) && this.stopping === undefined) {
       state.dueAt = systemClock.now() + next.waitMs;
-      state.timer = setTimeout(() => void this.runDrain(ref, key, state), Math.max(0, next.waitMs));
+      state.timer = setTimeout(() => void this.runDrain(ref, key, state), timerDelay(next.waitMs));
       return;
     }
     if (state.rerun && this.stopping === undefined) {

@@ -1,7 +1,7 @@
 // Reset policy: which reset rule governs a session (per channel, per type, base), whether a
 // session instance is still fresh at a given time, and whether a message is a reset trigger.
 
-import { SwitchboardError } from '../core/index.js';
+import { MAX_DATE_MS, SwitchboardError } from '../core/index.js';
 import type { ResetConfig, ResetMode, SessionConfig } from '../config/types.js';
 import { hostTimeZone, isValidTimeZone, mostRecentDailyBoundary, nextDailyBoundary } from './zoned-time.js';
 
@@ -327,8 +327,9 @@ export function evaluateFreshness(times: SessionTimes, policy: ResetPolicy, now:
   if (dailyStale) return { fresh: false, staleReason: 'daily' };
   if (idleStale) return { fresh: false, staleReason: 'idle' };
 
+  // An expiry past the last date there is (a huge idleMinutes) never comes.
   const upcoming = [dailyNextAt, idleExpiresAt === undefined ? undefined : idleExpiresAt + 1].filter(
-    (at): at is number => at !== undefined,
+    (at): at is number => at !== undefined && at <= MAX_DATE_MS,
   );
   return upcoming.length === 0 ? { fresh: true } : { fresh: true, nextResetAt: Math.min(...upcoming) };
 }

@@ -2,7 +2,8 @@
 // bundled CLI too) behind the same RunHandle as external runners: builtin:echo and builtin:slow-echo.
 
 import { RunEvents } from './run-events.js';
-import { clampDelay, MAX_TIMER_MS } from './options.js';
+import { MAX_TIMER_MS } from '../core/index.js';
+import { clampDelay } from './options.js';
 import type { BuiltinRunnerName, RunEndEvent, RunError, RunEvent, RunHandle, RunInit, RunMessage, RunnerSpec, RunStatus } from './types.js';
 
 export const DEFAULT_SLOW_ECHO_DELAY_MS = 200;

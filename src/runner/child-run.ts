@@ -2,11 +2,11 @@
 // JSON-lines protocol, enforces timeout/abort/line caps, and always reaps it and its children.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { LineSplitter, describeLineError, type NdjsonLine } from '../core/index.js';
+import { LineSplitter, MAX_TIMER_MS, describeLineError, type NdjsonLine } from '../core/index.js';
 import { abortLine, parseRunnerLine, runLine, steerLine, type RunnerLineEvent } from './protocol.js';
 import { RunEvents } from './run-events.js';
 import type { RunEndEvent, RunError, RunEvent, RunHandle, RunInit, RunMessage, RunnerSpec, RunStatus } from './types.js';
-import { clampDelay, MAX_TIMER_MS, type ResolvedRunOptions } from './options.js';
+import { clampDelay, type ResolvedRunOptions } from './options.js';
 
 /** After the runner exits, how long its pipes may stay open (held by an escaped grandchild). */
 const CLOSE_GRACE_MS = 1000;

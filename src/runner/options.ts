@@ -1,14 +1,11 @@
 // Defaults of the run options: the abort sequence's delays (2 s to SIGTERM, 15 s to SIGKILL, both
 // counted from the abort line) and the 1 MiB line cap shared with every other NDJSON reader.
 
-import { MAX_LINE_BYTES } from '../core/index.js';
+import { MAX_LINE_BYTES, MAX_TIMER_MS } from '../core/index.js';
 import type { StartRunOptions } from './types.js';
 
 export const DEFAULT_TERM_AFTER_MS = 2_000;
 export const DEFAULT_KILL_AFTER_MS = 15_000;
-
-/** setTimeout cannot wait longer than this (~24.8 days); longer waits are clamped to it. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface ResolvedRunOptions {
   termAfterMs: number;

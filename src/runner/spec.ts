@@ -1,8 +1,7 @@
 // Turns the `runner` sections of the config (an agent's over `agents.defaults`) into one
 // RunnerSpec, or undefined when no runner is configured (record-only mode).
 
-import { SwitchboardError } from '../core/index.js';
-import { MAX_TIMER_MS } from './options.js';
+import { MAX_TIMER_MS, SwitchboardError } from '../core/index.js';
 import { BUILTIN_RUNNERS, type BuiltinRunnerName, type RunnerSpec } from './types.js';
 
 export const DEFAULT_RUNNER_TIMEOUT_SECONDS = 600;

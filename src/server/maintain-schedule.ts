@@ -3,6 +3,7 @@
 // passes never overlap; the interval is read from the current config at each arming (a reload
 // changes it); stop() disarms it and waits for a pass in progress.
 
+import { timerDelay } from '../core/index.js';
 import { maintainEveryMs, purgeIncognitoArchives, runMaintain, type EngineContext, type MaintainReport } from '../engine/index.js';
 
 export interface MaintainScheduleStatus {
@@ -39,8 +40,16 @@ export class MaintainSchedule {
       this.warn(`switchboard serve: no scheduled maintain: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (this.everyMs === null || this.running !== null) return;
+    this.waitUntil(Date.now() + this.everyMs);
+  }
+
+  /** One timer, re-armed for what is left while the pass is not due yet (timers wait ~24.8 days at most). */
+  private waitUntil(dueAt: number): void {
     // unref: a pending pass never keeps the process alive on its own.
-    this.timer = setTimeout(() => this.runOnce(), this.everyMs).unref();
+    this.timer = setTimeout(() => {
+      if (Date.now() < dueAt) this.waitUntil(dueAt);
+      else this.runOnce();
+    }, timerDelay(dueAt - Date.now())).unref();
   }
 
   private runOnce(): void {

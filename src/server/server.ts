@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
-import { DEFAULT_MAX_BATCH_BYTES, SwitchboardError, type NdjsonLine } from '../core/index.js';
+import { DEFAULT_MAX_BATCH_BYTES, SwitchboardError, timerDelay, type NdjsonLine } from '../core/index.js';
 import {
   configureQueue,
   dropIncognitoQueues,
@@ -381,7 +381,7 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
     let timer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<'timeout'>((resolve) => {
       this.endGrace = () => resolve('timeout');
-      timer = setTimeout(() => resolve('timeout'), Math.max(0, graceMs));
+      timer = setTimeout(() => resolve('timeout'), timerDelay(graceMs));
     });
     // Received requests are answered and this process's runs finish; queued work stays in the store.
     const outcome = await Promise.race([Promise.all([allIdle(), this.queuesIdle()]).then(() => 'idle' as const), graceOver]);

@@ -5,7 +5,7 @@ import net from 'node:net';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, ioError as coreIoError } from '../core/index.js';
-import { DIR_MODE, FILE_MODE, withLock } from '../store/index.js';
+import { DIR_MODE, FILE_MODE, makeDirectories, withLock } from '../store/index.js';
 
 export const SOCKET_FILE_NAME = 'switchboard.sock';
 
@@ -57,7 +57,7 @@ export async function prepareSocketFolder(dir: string, options: { ownedByUs: boo
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('inspect', dir, err);
     try {
-      await fsp.mkdir(dir, { recursive: true, mode: DIR_MODE });
+      makeDirectories(dir, DIR_MODE);
       await fsp.chmod(dir, DIR_MODE);
     } catch (mkdirErr) {
       throw ioError('create the socket folder', dir, mkdirErr);

@@ -5,7 +5,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
-import { LOCK_SUFFIX, clearLock, describeHolder, heldLocks, inspectLock, type LockInfo, type LockOwnerRecord } from './lock-owner.js';
+import { LOCK_SUFFIX, clearLock, describeHolder, foreignLockContent, heldLocks, inspectLock, type LockInfo, type LockOwnerRecord } from './lock-owner.js';
 
 export interface ReleaseLockResult {
   lockPath: string;
@@ -51,6 +51,14 @@ export async function releaseLock(lockOrTargetPath: string, options: { force?: b
   const lockPath = resolved.endsWith(LOCK_SUFFIX) ? resolved : `${resolved}${LOCK_SUFFIX}`;
   const info = await inspectLock(lockPath, options.staleMs);
   if (info === null) throw new SwitchboardError('NOT_FOUND', `no lock at ${lockPath}`, { details: { lockPath } });
+  // A lock folder holds its owner record and nothing else; anything more is not a lock of ours.
+  const foreign = foreignLockContent(lockPath);
+  if (foreign !== null) {
+    throw new SwitchboardError('NOT_FOUND', `${lockPath} is no switchboard lock: it holds "${foreign}"; left it alone`, {
+      hint: 'a switchboard lock folder holds owner.json only; list them with `switchboard locks`',
+      details: { lockPath },
+    });
+  }
   const live = !info.stale && !info.overHeld && info.holderAlive !== false;
   if (live && options.force !== true) {
     throw new SwitchboardError('SESSION_BUSY', `lock ${lockPath} is ${describeHolder(info)}, alive and within its max hold`, {

@@ -52,7 +52,7 @@
 // clock: ages are compared with file mtimes and with other processes' records.
 
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -192,18 +192,37 @@ export async function writeOwnerRecord(lockPath: string, owner: LockOwnerRecord)
   writeFileSync(path.join(lockPath, OWNER_FILE), `${JSON.stringify(owner)}\n`, { mode: 0o600, flag: 'wx' });
 }
 
-/** Deletes a tombstone: owner record + directory (two operations), or recursively if it holds more. */
-async function removeTombstone(tomb: string): Promise<void> {
+/**
+ * Deletes a lock folder (or its tombstone): the owner record, then the folder — never more. A
+ * folder that holds anything else is no lock of ours (a `build.lock` of some other program named
+ * as a target, say) and is left as it is; false then, and for anything else that fails.
+ */
+export function removeLockFolder(dir: string): boolean {
   try {
     try {
-      unlinkSync(path.join(tomb, OWNER_FILE));
+      unlinkSync(path.join(dir, OWNER_FILE));
     } catch (err) {
       if (errnoOf(err) !== 'ENOENT') throw err;
     }
-    rmdirSync(tomb);
-  } catch {
-    rmSync(tomb, { recursive: true, force: true });
+    rmdirSync(dir);
+    return true;
+  } catch (err) {
+    return errnoOf(err) === 'ENOENT';
   }
+}
+
+/** What a lock folder holds besides its owner record (null: nothing, or it is gone). */
+export function foreignLockContent(lockPath: string): string | null {
+  try {
+    return readdirSync(lockPath).find((name) => name !== OWNER_FILE) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function removeTombstone(tomb: string): Promise<void> {
+  // A tombstone that cannot go is left for doctor, which reports it: never mistaken for a lock.
+  removeLockFolder(tomb);
 }
 
 export function parseOwnerRecord(text: string): LockOwnerRecord | null {
@@ -361,11 +380,7 @@ async function putBack(tomb: string, lockPath: string): Promise<void> {
   try {
     renameSync(tomb, lockPath);
   } catch {
-    try {
-      rmSync(tomb, { recursive: true, force: true });
-    } catch {
-      // left for doctor: a tombstone is never mistaken for a lock
-    }
+    await removeTombstone(tomb);
   }
 }
 

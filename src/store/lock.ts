@@ -10,8 +10,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { lstatSync, mkdirSync, realpathSync, rmdirSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { makeDirectories } from './paths.js';
 import lockfile from 'proper-lockfile';
-import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
+import { MAX_TIMER_MS, SwitchboardError, errnoOf, ioError } from '../core/index.js';
 import { HeldLock, KEEP_DIRECTORY_FS, type BusyCode, type LockHandle } from './lock-held.js';
 import { isInMemory } from './memory-volume.js';
 import { describeFileKind, lstatKindSync, type FileKind } from './regular-file.js';
@@ -39,8 +40,6 @@ export type { BusyCode, LockHandle } from './lock-held.js';
 export const DEFAULT_ACQUIRE_TIMEOUT_MS = 60_000;
 /** proper-lockfile's floor: it refreshes the mtime every staleMs / 2, and at least every second. */
 export const MIN_STALE_MS = 2_000;
-/** Largest delay setTimeout accepts; longer max holds would fire at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 const MIN_MAX_HOLD_MS = 5 * 60_000;
 const RUN_GRACE_MS = 2 * 60_000;
 
@@ -297,7 +296,7 @@ async function acquireFileLock(
       } else if (code === 'ENOENT' && !createdParent) {
         createdParent = true;
         try {
-          mkdirSync(path.dirname(lockPath), { recursive: true, mode: 0o700 });
+          makeDirectories(path.dirname(lockPath), 0o700);
         } catch {
           // the next attempt reports what is wrong
         }

@@ -1,7 +1,7 @@
 // Where every store file lives: state dir, per-agent sessions folder, sessions.json, transcripts
 // and archives. Ids from outside never leave their folder: each name goes through resolveInside().
 
-import { mkdir } from 'node:fs/promises';
+import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, expandHome, normalizeAgentId, previewValue as preview, resolveStateDir, type StateDirOptions } from '../core/index.js';
 
@@ -93,10 +93,43 @@ export function resolveInside(dir: string, name: string): string {
   return resolved;
 }
 
+/**
+ * `mkdir -p` that always ends: Node's recursive mkdir retries for ever (synchronously, deaf to
+ * signals) where a parent exists but the folder cannot be made in it and the kernel says ENOENT
+ * — a state dir under /proc did that. Here each level is made once, parents first, and the
+ * second ENOENT is the error. An existing folder is left as it is; an existing other file is EEXIST.
+ */
+export function makeDirectories(dir: string, mode: number = DIR_MODE): void {
+  try {
+    mkdirSync(dir, { mode });
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' && isDirectory(dir)) return;
+    const parent = path.dirname(dir);
+    if (code !== 'ENOENT' || parent === dir) throw err;
+    makeDirectories(parent, mode);
+  }
+  try {
+    mkdirSync(dir, { mode });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST' && isDirectory(dir)) return;
+    throw err;
+  }
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** Creates a folder (and missing parents) private to the user; existing folders are left as they are. */
 export async function ensureDirectory(dir: string): Promise<string> {
   try {
-    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    makeDirectories(dir);
   } catch (err) {
     throw new SwitchboardError('IO', `cannot create folder ${dir}: ${(err as Error).message}`, {
       cause: err,

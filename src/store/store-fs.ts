@@ -2,7 +2,8 @@
 // of the store goes through, nodeStoreFileSystem (the real one, including the safe use of
 // write-file-atomic), and fileSystemFor() (a memory volume's or the disk's).
 
-import { closeSync, copyFileSync, fsync, linkSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, fsync, linkSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { makeDirectories } from './paths.js';
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { errnoOf } from '../core/index.js';
@@ -86,7 +87,7 @@ export const nodeStoreFileSystem: StoreFileSystem = {
     return { size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs, ino: stats.ino, kind: fileKindOf(stats) };
   },
   mkdir: async (dirPath, mode) => {
-    mkdirSync(dirPath, { recursive: true, mode });
+    makeDirectories(dirPath, mode);
   },
   link: async (existingPath, newPath) => linkSync(existingPath, newPath),
   copyFile: async (sourcePath, destinationPath) => copyFileSync(sourcePath, destinationPath),

@@ -4,6 +4,7 @@
 // tail never throws.
 
 import { constants as fsConstants, promises as fsp, type Stats } from 'node:fs';
+import { makeDirectories } from './paths.js';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError, newUuid, systemClock, type Clock } from '../core/index.js';
 import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
@@ -299,7 +300,7 @@ async function openForAppend(file: string): Promise<{ fh: AppendableFile; create
     return { fh, createdFile: true, openedAs: fh.openedAs };
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
-    await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    makeDirectories(path.dirname(file), 0o700);
     const fh = openRegularDescriptor(file, flags, 0o600);
     return { fh, createdFile: true, openedAs: fh.openedAs };
   }

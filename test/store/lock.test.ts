@@ -8,14 +8,13 @@ import { mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { SwitchboardError } from '../../src/core/index.js';
+import { MAX_TIMER_MS, SwitchboardError } from '../../src/core/index.js';
 import {
   computeMaxHoldMs,
   heldLockFor,
   listLocks,
   lockPathFor,
   lockQueueState,
-  MAX_TIMER_MS,
   readLockOwner,
   releaseLock,
   resolveLockSettings,

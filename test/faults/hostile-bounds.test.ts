@@ -1,0 +1,64 @@
+// Values at the edges of what the platform holds, found by a hostile-input hunt: each of these
+// crashed (INTERNAL, exit 1), hung, lost output silently or deleted what was not ours before.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { MAX_TIMER_MS, timerDelay } from '../../src/core/index.js';
+import { BIN, runCli, tempDir, writeJson } from '../helpers.js';
+
+describe('hostile bounds', () => {
+  test('timers never get a delay setTimeout would turn into 1 ms', () => {
+    assert.equal(timerDelay(30 * 86_400_000), MAX_TIMER_MS);
+    assert.equal(timerDelay(-5), 0);
+    assert.equal(timerDelay(Number.NaN), 0);
+    assert.equal(timerDelay(250), 250);
+  });
+
+  test('locks release refuses a folder that holds more than an owner record, and leaves it whole', async () => {
+    const dir = tempDir('sb-foreign-lock-');
+    fs.mkdirSync(path.join(dir, 'build.lock', 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'build.lock', 'sub', 'data'), 'precious');
+    const r = await runCli(['locks', 'release', path.join(dir, 'build'), '--force', '--yes', '--json', '--state-dir', path.join(dir, 'state')]);
+    assert.equal(r.code, 66, r.stdout + r.stderr);
+    assert.match(r.stderr, /no switchboard lock/);
+    assert.equal(fs.readFileSync(path.join(dir, 'build.lock', 'sub', 'data'), 'utf8'), 'precious');
+  });
+
+  test('--now past the year 9999 is a usage error; a huge idleMinutes is "never", not a crash', async () => {
+    const state = tempDir('sb-bounds-');
+    const tooLate = await runCli(['send', 'hi', '--channel', 'telegram', '--now', '8640000000000001', '--state-dir', state]);
+    assert.equal(tooLate.code, 2, tooLate.stderr);
+    const config = writeJson(path.join(state, 'config.json'), { session: { reset: { mode: 'idle', idleMinutes: 1e12 } } });
+    const sent = await runCli(['send', 'hi', '--channel', 'telegram', '--state-dir', state, '--config', config]);
+    assert.equal(sent.code, 0, sent.stderr);
+    const shown = await runCli(['sessions', 'show', 'agent:main:main', '--state-dir', state, '--config', config]);
+    assert.equal(shown.code, 0, shown.stderr);
+    const json = await runCli(['sessions', 'show', 'agent:main:main', '--json', '--state-dir', state, '--config', config]);
+    assert.equal(JSON.parse(json.stdout).freshness.nextResetAt, undefined);
+  });
+
+  test('stdout that cannot be written (a full disk) is IO, 74; flags that are not digits are usage errors', async () => {
+    const state = tempDir('sb-bounds-');
+    await runCli(['send', 'hi', '--channel', 'telegram', '--state-dir', state]);
+    const fd = fs.openSync('/dev/full', 'w');
+    try {
+      const r = spawnSync(process.execPath, [BIN, 'sessions', '--json', '--state-dir', state], { stdio: ['ignore', fd, 'pipe'], encoding: 'utf8', timeout: 30_000 });
+      assert.equal(r.status, 74, r.stderr);
+      assert.match(r.stderr, /writing to stdout failed/);
+    } finally {
+      fs.closeSync(fd);
+    }
+    for (const limit of ['', '0x1']) {
+      const r = await runCli(['sessions', '--limit', limit, '--state-dir', state]);
+      assert.equal(r.code, 2, `--limit "${limit}": ${r.stderr}`);
+    }
+  });
+
+  test('a state dir where no folder can be made (procfs) fails with IO at once instead of spinning', async () => {
+    const r = await runCli(['send', 'hi', '--channel', 'telegram', '--state-dir', '/proc/1'], { timeoutMs: 20_000 });
+    assert.equal(r.code, 74, r.stdout + r.stderr);
+  });
+});
