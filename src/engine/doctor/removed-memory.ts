@@ -3,6 +3,7 @@
 // protection it gave; --repair keeps its bytes and removes it.
 
 import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import { errnoOf } from '../../core/index.js';
 import { readRemovedMemoryFile, removedMemoryPathFor, withLock } from '../../store/index.js';
 import { keepOriginal } from './files.js';
@@ -11,7 +12,7 @@ import type { StoreCheck } from './store-check.js';
 export async function checkRemovedMemory(doc: StoreCheck): Promise<void> {
   const file = removedMemoryPathFor(doc.location.storePath);
   // A link or FIFO in its place is reported (and repaired) by checkNonRegular.
-  if (doc.nonRegular.has(file.slice(file.lastIndexOf('/') + 1))) return;
+  if (doc.nonRegular.has(path.basename(file))) return;
   const read = readRemovedMemoryFile(file);
   if (read.ok) return;
   const problem = doc.problem({
