@@ -16,6 +16,7 @@ import {
 } from '../core/index.js';
 import { exitCodeFor, parseMessageLine, type ErrorEvent, type IngestEvent } from '../engine/index.js';
 import type { Push } from './protocol.js';
+import { probeSocket } from './socket-file.js';
 
 export interface SwitchboardClient {
   readonly socketPath: string;
@@ -35,6 +36,17 @@ export interface SwitchboardClient {
 
 /** Answers can be large (a long sessions listing); the cap only guards against a runaway peer. */
 const MAX_ANSWER_BYTES = 512 * 1024 * 1024;
+
+/**
+ * Answers may legitimately take long (a batch waiting for a busy session's lock), so a request has
+ * no deadline of its own. Instead, once nothing has come back for ANSWER_QUIET_MS while requests
+ * wait, a second connection asks `status` (which a switchboard server answers at once, whatever
+ * the first connection is waiting for); no answer within STATUS_PROBE_MS means the peer accepts
+ * connections but does not answer — a frozen process or not a switchboard server — and the
+ * waiting requests fail with UNAVAILABLE instead of hanging for ever.
+ */
+const ANSWER_QUIET_MS = 2_000;
+const STATUS_PROBE_MS = 5_000;
 
 const START_HINT = 'start it with `switchboard serve` (same --state-dir), or give the right path with --socket';
 
@@ -80,6 +92,10 @@ class Client implements SwitchboardClient {
   /** Why the connection ended, when the server said (an `{id: null, error}` line). */
   private lastError?: SwitchboardError;
   private isClosed = false;
+  /** When the server last sent anything (for the silence check). */
+  private lastHeardAt = Date.now();
+  private watchdog?: NodeJS.Timeout;
+  private probing = false;
   /** Called once the last waiting request is answered (set by close()). */
   private drained?: () => void;
   readonly closed: Promise<void>;
@@ -88,7 +104,10 @@ class Client implements SwitchboardClient {
     readonly socketPath: string,
     private readonly socket: net.Socket,
   ) {
-    socket.on('data', (chunk: Buffer) => this.take(this.splitter.push(chunk)));
+    socket.on('data', (chunk: Buffer) => {
+      this.lastHeardAt = Date.now();
+      this.take(this.splitter.push(chunk));
+    });
     socket.on('end', () => {
       this.take(this.splitter.end());
       socket.end();
@@ -99,6 +118,7 @@ class Client implements SwitchboardClient {
     this.closed = new Promise((resolve) => {
       socket.on('close', () => {
         this.isClosed = true;
+        clearInterval(this.watchdog);
         const reason =
           this.lastError ??
           new SwitchboardError('UNAVAILABLE', `the server at ${socketPath} closed the connection before answering`, { hint: 'it may have stopped; check it and send again' });
@@ -152,9 +172,39 @@ class Client implements SwitchboardClient {
     }
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
+      if (this.waiting.size === 0) this.lastHeardAt = Date.now();
       this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
       this.socket.write(`${JSON.stringify({ ...params, id, op })}\n`);
+      this.watch();
     });
+  }
+
+  /** Starts the silence check (see ANSWER_QUIET_MS); it idles while nothing is waiting. */
+  private watch(): void {
+    if (this.watchdog !== undefined) return;
+    this.watchdog = setInterval(() => void this.checkSilence(), ANSWER_QUIET_MS / 4);
+    this.watchdog.unref();
+  }
+
+  private async checkSilence(): Promise<void> {
+    if (this.probing || this.isClosed || this.waiting.size === 0 || Date.now() - this.lastHeardAt < ANSWER_QUIET_MS) return;
+    this.probing = true;
+    try {
+      const probe = await probeSocket(this.socketPath, STATUS_PROBE_MS).catch(() => undefined);
+      if (probe?.state === 'live' && probe.answered === true) {
+        this.lastHeardAt = Date.now(); // alive and answering others: this connection's answers are just slow
+        return;
+      }
+      if (this.isClosed) return;
+      this.lastError ??= new SwitchboardError(
+        'UNAVAILABLE',
+        `the server at ${this.socketPath} accepted the connection but did not answer (no answer for ${(ANSWER_QUIET_MS + STATUS_PROBE_MS) / 1000} s, not even to a status request)`,
+        { hint: 'it may be stopped (kill -STOP) or not a switchboard server; what got no answer may or may not be stored; resending is safe for messages with a messageId (one already recorded is answered as a duplicate)' },
+      );
+      this.socket.destroy();
+    } finally {
+      this.probing = false;
+    }
   }
 
   onPush(listener: (push: Push) => void): void {

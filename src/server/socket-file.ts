@@ -92,7 +92,8 @@ export type ProbeResult =
   | { state: 'absent' }
   | { state: 'not-socket' }
   | { state: 'stale' }
-  | { state: 'live'; pid?: number; stopping?: boolean };
+  /** `answered`: a line came back in time (a server that accepts and stays silent is live but not answering). */
+  | { state: 'live'; pid?: number; stopping?: boolean; answered?: boolean };
 
 /** What is at the socket path: nothing, a leftover file of a dead server, or a live server. */
 export async function probeSocket(socketPath: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<ProbeResult> {
@@ -127,9 +128,9 @@ export async function probeSocket(socketPath: string, timeoutMs = PROBE_TIMEOUT_
       try {
         const answer = JSON.parse(buffered.slice(0, nl)) as { result?: { pid?: unknown }; error?: { code?: unknown } };
         const pid = typeof answer.result?.pid === 'number' ? answer.result.pid : undefined;
-        finish({ state: 'live', pid, stopping: answer.error?.code === 'UNAVAILABLE' });
+        finish({ state: 'live', pid, stopping: answer.error?.code === 'UNAVAILABLE', answered: true });
       } catch {
-        finish({ state: 'live' });
+        finish({ state: 'live', answered: true });
       }
     });
     socket.on('end', () => finish({ state: 'live' }));
