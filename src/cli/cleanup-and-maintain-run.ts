@@ -90,7 +90,7 @@ export async function runCleanup(ctx: CliContext): Promise<number> {
     if (plan !== undefined && (!applied || result.actions.length > 0)) {
       out.push((await planTable(plan, applied ? new Set(result.actions.map((a) => a.key)) : null)).trimEnd());
     }
-    out.push(...summaryLines(result));
+    out.push(...summaryLines(result, flags.fixMissing === true));
     out.push('');
   }
   ctx.streams.stdout.write(`${out.join('\n').trimEnd()}\n`);
@@ -117,15 +117,16 @@ async function planTable(plan: CleanupPlan, onlyKeys: Set<string> | null): Promi
   return await table(['Action', 'Key', 'Age', 'Model', 'Flags'], rows);
 }
 
-function summaryLines(s: CleanupStoreSummary): string[] {
+function summaryLines(s: CleanupStoreSummary, fixMissing: boolean): string[] {
   const verb = s.applied === true ? '' : 'would be ';
   const lines = [
     `${s.agentId}: ${s.beforeCount} → ${s.afterCount} sessions (mode ${s.mode}${s.dryRun ? ', dry run' : ''}) — ${s.storePath}`,
     `  ${verb}pruned ${s.pruned} stale, ${s.missing} missing, capped ${s.capped}${s.diskBudget ? `, evicted ${s.diskBudget.removedEntries}` : ''}; ` +
       `${s.archived} transcript(s) ${verb}archived; ${s.purgedArchives} old archive(s) ${verb}purged` +
       `${s.rotatedTo !== null ? `; store ${verb}rotated to ${s.rotatedTo}` : ''}`,
-    `  ${s.protected} protected (pinned/locked/running/queued/active), ${s.missingTranscripts} without a transcript${s.missingTranscripts > 0 && s.missing === 0 ? ' (use --fix-missing to remove them)' : ''}`,
+    `  ${s.protected} protected (pinned/locked/running/queued/active), ${s.missingTranscripts} without a transcript${s.missingTranscripts > 0 && !fixMissing ? ' (use --fix-missing to remove them)' : ''}`,
   ];
+  if (s.unusable > 0) lines.push(`  ${s.unusable} unusable (wrong shape, or sharing a transcript): kept; see \`switchboard doctor\``);
   if (s.diskBudget !== null) {
     const b = s.diskBudget;
     lines.push(
@@ -155,6 +156,12 @@ export async function runMaintainCommand(ctx: CliContext): Promise<number> {
     await progress.done();
   }
   await waitForQueueWork(engine);
+  // A bad setting fails its stage only (cron keeps the rest); it is named at its place in the file.
+  for (const error of result.report.errors) {
+    if (error.code !== 'CONFIG_INVALID') continue;
+    const located = await ctx.locateConfigError(new SwitchboardError('CONFIG_INVALID', error.message, { details: { path: error.message.split(':')[0] } }));
+    error.message = (located as SwitchboardError).message;
+  }
   if (ctx.json) writeJsonLine(ctx.streams.stdout, result.report);
   else ctx.streams.stdout.write(maintainText(result.report));
   return result.exitCode;

@@ -4,11 +4,11 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
-import { normalizeAgentId, toSwitchboardError } from '../core/index.js';
+import { normalizeAgentId } from '../core/index.js';
 import { agentRunnerConfig, sharedDmWarnings } from '../engine/index.js';
 import { displayTimeZone, queueConfigWarnings, resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
 import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
-import type { CliContext } from './context.js';
+import { problemOf, type CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine } from './output.js';
 
@@ -91,15 +91,6 @@ function configuredAgentIds(config: SwitchboardConfig): string[] {
   const list = Array.isArray(config.agents?.list) ? config.agents.list.map((agent) => normalizeAgentId(agent?.id)) : [];
   const entries = config.agents?.entries !== null && typeof config.agents?.entries === 'object' ? Object.keys(config.agents.entries).map((key) => normalizeAgentId(key)) : [];
   return [...new Set([...list, ...entries])];
-}
-
-/** A failed check as `json.path: problem` (checks word their messages `path problem` or `path: problem`). */
-function problemOf(err: unknown, pathOverride?: (path: string) => string): string {
-  const error = toSwitchboardError(err);
-  const path = typeof error.details?.path === 'string' ? error.details.path : undefined;
-  if (path === undefined || !error.message.startsWith(path)) return error.message;
-  const shown = pathOverride ? pathOverride(path) : path;
-  return `${shown}: ${error.message.slice(path.length).replace(/^:?\s*/, '')}`;
 }
 
 /**

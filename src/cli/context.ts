@@ -2,8 +2,8 @@
 // config / routing table loaded once on first use.
 
 import type { Command } from 'commander';
-import { clockFrom, resolveStateDir, type Clock } from '../core/index.js';
-import { loadConfig, type LoadedConfig } from '../config/index.js';
+import { clockFrom, isSwitchboardError, resolveStateDir, toSwitchboardError, type Clock } from '../core/index.js';
+import { configProblems, loadConfig, type LoadedConfig } from '../config/index.js';
 import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
 import type { EngineContext } from '../engine/index.js';
 import { painterFor, type Painter, type Streams } from './output.js';
@@ -47,6 +47,18 @@ export class CliContext {
     return this.loadedConfig;
   }
 
+  /**
+   * A CONFIG_INVALID raised where a setting is used (a duration read by cleanup, a runner spec by a
+   * drain) names only its JSON path; given the file it came from, it is reported as `config
+   * validate` reports it: `file:line:column: path: problem`. Any other error is returned as is.
+   */
+  async locateConfigError(err: unknown): Promise<unknown> {
+    if (!isSwitchboardError(err, 'CONFIG_INVALID') || err.details?.file !== undefined || this.loadedConfig === undefined) return err;
+    const loaded = await this.loadedConfig.catch(() => undefined);
+    if (loaded?.path == null) return err;
+    return configProblems(loaded.path, [problemOf(err)], loaded.layers);
+  }
+
   routingTable(): Promise<RoutingTable> {
     this.table ??= this.config().then((loaded) => compileRoutingTable(loaded.config));
     return this.table;
@@ -83,4 +95,13 @@ export class CliContext {
   note(message: string): void {
     if (!this.quiet) this.streams.stderr.write(`${message}\n`);
   }
+}
+
+/** A failed check as `json.path: problem` (checks word their messages `path problem` or `path: problem`). */
+export function problemOf(err: unknown, pathOverride?: (path: string) => string): string {
+  const error = toSwitchboardError(err);
+  const path = typeof error.details?.path === 'string' ? error.details.path : undefined;
+  if (path === undefined || !error.message.startsWith(path)) return error.message;
+  const shown = pathOverride ? pathOverride(path) : path;
+  return `${shown}: ${error.message.slice(path.length).replace(/^:?\s*/, '')}`;
 }

@@ -110,7 +110,9 @@ Exit codes: 0 ok, 1 internal, 2 usage, 65 bad input/corrupt store, 66 not found,
       async (...args: unknown[]) => {
         const command = args[args.length - 1] as Command;
         const ctx = CliContext.fromCommand(command, streams);
-        const code = await fn(ctx, ...(args.slice(0, -2) as A));
+        const code = await fn(ctx, ...(args.slice(0, -2) as A)).catch(async (err: unknown) => {
+          throw await ctx.locateConfigError(err);
+        });
         setExitCode(code ?? 0);
       },
   };

@@ -7,7 +7,7 @@ import { normalizeRouteInput } from '../routing/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine } from './output.js';
-import { peerFlag, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
+import { channelFlag, peerFlag, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
 
 /** The store-selection flags of `sessions` (--agent, --all-agents, --store), shared, not repeated. */
 export interface SelectionHelpers {
@@ -21,7 +21,7 @@ export function registerPinRouteCommands(sessions: Command, hooks: ProgramHooks,
       .command('pin-route')
       .argument('<key-or-id>')
       .description("make this peer the session's owner: its address (for cron and heartbeat output) moves there now and then follows only that peer")
-      .requiredOption('--channel <channel>', 'channel of the owner (telegram, slack, …)')
+      .requiredOption('--channel <channel>', 'channel of the owner (telegram, slack, …)', channelFlag)
       .requiredOption('--peer <kind:id>', 'the owner: direct:<id>, group:<id> or channel:<id>', peerFlag)
       .option('--account <id>', 'account id on that channel (default: "default")')
       .option('--thread <id>', 'thread id to deliver into'),

@@ -69,6 +69,8 @@ export interface CleanupStoreSummary {
   missingTranscripts: number;
   /** Entries that are pinned, locked, running, queued or active: never removed. */
   protected: number;
+  /** Entries of the wrong shape, or sharing another's transcript: never removed (see `doctor`). */
+  unusable: number;
   /** Transcripts archived as `.deleted.<ts>` (planned, or done when applied). */
   archived: number;
   /** `.reset`/`.deleted` archives deleted for being older than resetArchiveRetention. */
@@ -226,6 +228,7 @@ export function summarize(location: StoreLocation, mode: MaintenanceMode, dryRun
     ...(applied !== undefined ? { applied: true } : {}),
     missingTranscripts: plan.missingTranscripts,
     protected: plan.protectedCount,
+    unusable: plan.unusableCount,
     archived: applied === undefined ? (archiveStep?.step === 'archive-transcripts' ? archiveStep.files.length : 0) : applied.archived,
     purgedArchives: applied === undefined ? (purgeStep?.step === 'purge-archives' ? purgeStep.files.length : 0) : applied.purged,
     rotatedTo:

@@ -141,9 +141,12 @@ export interface CleanupPlan {
   pruned: number;
   missing: number;
   capped: number;
-  /** Entries whose transcript file is missing (removed only with fixMissing). */
+  /** Usable entries whose transcript file is missing (removed only with fixMissing). */
   missingTranscripts: number;
+  /** Entries kept for being pinned, locked, running, queued or active. */
   protectedCount: number;
+  /** Entries of the wrong shape or sharing a transcript: kept, and a `doctor` finding. */
+  unusableCount: number;
   diskBudget: DiskBudgetPlan | null;
   wouldMutate: boolean;
 }
@@ -340,8 +343,9 @@ export function planCleanup(snapshot: MaintenanceSnapshot, settings: Maintenance
     pruned: stale.length,
     missing: missing.length,
     capped: capped.length,
-    missingTranscripts: sessions.filter((s) => !s.transcript.exists).length,
-    protectedCount: sessions.filter((s) => s.protectedBy.length > 0).length,
+    missingTranscripts: sessions.filter((s) => s.transcript.name !== null && !s.transcript.exists).length,
+    protectedCount: sessions.filter((s) => s.protectedBy.some((reason) => reason !== 'unusable')).length,
+    unusableCount: sessions.filter((s) => s.protectedBy.includes('unusable')).length,
     diskBudget,
     wouldMutate: steps.length > 0,
   };

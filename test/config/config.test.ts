@@ -184,6 +184,21 @@ describe('config validate rejects what any command would reject', () => {
     assert.equal(explain.code, 78);
   });
 
+  test('a setting that only the command using it reads is reported at its place in the file too', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'switchboard.json5');
+    fs.writeFileSync(file, '{\n  session: {\n    maintenance: { pruneAfter: "abc" },\n  },\n}\n');
+    const where = `${file}:3:20: session.maintenance.pruneAfter: "abc" is not a duration`;
+    const cleanup = await runCli(['sessions', 'cleanup', '--dry-run', '--json', '--config', file, '--state-dir', dir]);
+    assert.equal(cleanup.code, 78, cleanup.stderr);
+    assert.equal(errorOf(cleanup.stderr).message, where);
+    // maintain goes on with its other stages (cron) and names the failed one, located the same way.
+    const maintain = await runCli(['maintain', '--json', '--config', file, '--state-dir', dir]);
+    assert.equal(maintain.code, 78, maintain.stderr);
+    const report = JSON.parse(maintain.stdout);
+    assert.deepEqual(report.errors.map((e: { stage: string; message: string }) => [e.stage, e.message]), [['cleanup', where]]);
+  });
+
   test('schema problems name the line and column of the offending key', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'c.json5');

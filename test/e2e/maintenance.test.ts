@@ -293,6 +293,30 @@ describe('sessions cleanup safety rules', () => {
       assert.ok(fs.readFileSync(path.join(store.dir, archived[0]!)).equals(contents.get(s.key)!), `${s.key}: archive holds the same bytes`);
     }
   });
+
+  test('an unusable entry is counted as unusable, not as protected or missing; --fix-missing prints no hint to use it', async () => {
+    const { state, cli } = setup({ session: { maintenance: { mode: 'enforce', pruneAfter: '7d', maxEntries: 40 } } });
+    const store = generateStore(state, 'main', [
+      { key: 'agent:main:direct:ok', ageMs: HOUR },
+      { key: 'agent:main:direct:gone', ageMs: HOUR, missing: true },
+      { key: 'agent:main:direct:gone-pinned', ageMs: HOUR, missing: true, pinned: true },
+    ]);
+    const raw = JSON.parse(fs.readFileSync(store.storePath, 'utf8'));
+    raw['agent:main:direct:bad'] = { sessionId: 'bad', sessionFile: 5, updatedAt: NOW - HOUR };
+    fs.writeFileSync(store.storePath, JSON.stringify(raw, null, 2));
+
+    const planned = jsonLines((await cli('sessions', 'cleanup', '--dry-run', '--json', '--now', iso(NOW))).stdout)[0];
+    assert.deepEqual([planned.unusable, planned.protected, planned.missingTranscripts, planned.missing], [1, 1, 2, 0]);
+    const hinted = await cli('sessions', 'cleanup', '--dry-run', '--now', iso(NOW));
+    assert.match(hinted.stdout, /2 without a transcript \(use --fix-missing to remove them\)/);
+    assert.match(hinted.stdout, /1 unusable .*switchboard doctor/);
+
+    const fixed = await cli('sessions', 'cleanup', '--enforce', '--fix-missing', '--now', iso(NOW));
+    assert.equal(fixed.code, 0, fixed.stderr);
+    assert.match(fixed.stdout, /1 protected .*, 2 without a transcript\n/, 'no stale hint once --fix-missing was given');
+    assert.match(fixed.stdout, /1 unusable/);
+    assert.deepEqual(Object.keys(readStore(store.storePath)).sort(), ['agent:main:direct:bad', 'agent:main:direct:gone-pinned', 'agent:main:direct:ok']);
+  });
 });
 
 describe('several stores', () => {

@@ -172,6 +172,10 @@ describe('dmScope "main": the first DM peer owns the address', () => {
     assert.equal(cli.code, 2, cli.stderr);
     cli = await queueCli(env, ['sessions', 'pin-route', 'agent:main:main', '--peer', 'direct:1']);
     assert.equal(cli.code, 2, cli.stderr);
+    // A blank channel is a usage error as it is for send and route (it was 65, bad input data).
+    cli = await queueCli(env, ['sessions', 'pin-route', 'agent:main:main', '--channel', ' ', '--peer', 'direct:1']);
+    assert.equal(cli.code, 2, cli.stderr);
+    assert.match(cli.stderr, /channel is blank/);
   });
 });
 
