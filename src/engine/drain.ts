@@ -16,7 +16,7 @@ import {
   type QueueItem,
 } from '../policy/index.js';
 import type { RunMessage } from '../runner/index.js';
-import { archiveFile, isUsableEntry, readSessionStore, withLock, type NewTranscriptEntry, type SessionStore } from '../store/index.js';
+import { archiveFile, isInMemory, isUsableEntry, readSessionStore, withLock, type NewTranscriptEntry, type SessionStore } from '../store/index.js';
 import { appendInStore, transactRetryingBusy } from './store-append.js';
 import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
 import {
@@ -86,6 +86,7 @@ function planDrain(
   liveness: Liveness,
   hasRunner: boolean,
   canTurnFirst: boolean,
+  mayStartTurns: boolean,
   now: number,
   nowWall: number,
   afterOverflow: boolean,
@@ -122,9 +123,11 @@ function planDrain(
   }
 
   const pending = entry.pendingReset;
+  const turnFirstDue = pending?.beforeReset === 'due' && canTurnFirst && typeof entry.sessionFile === 'string';
+  if (!mayStartTurns && turnFirstDue) return letGo(plan, entry, changed, now); // the turn before the reset comes first
   if (pending) {
     const oldWaiting = queueOf(entry).some((item) => item.sessionId === entry.sessionId);
-    if ((pending.expireOld || !oldWaiting) && pending.beforeReset === 'due' && canTurnFirst && typeof entry.sessionFile === 'string') {
+    if ((pending.expireOld || !oldWaiting) && turnFirstDue) {
       // The agent's turn on the old instance comes first; the rotation is applied by the drain
       // step after it, whatever became of the turn. Claimed once: the mark goes with the claim.
       const { beforeReset: _due, ...rest } = pending;
@@ -137,7 +140,7 @@ function planDrain(
       delete entry.stopReason;
       plan.kind = 'turn';
       plan.sessionId = entry.sessionId;
-      plan.sessionFile = entry.sessionFile;
+      plan.sessionFile = entry.sessionFile as string;
       plan.beforeReset = { runId, reason: pending.reason };
       return finish(plan, entry, true, now);
     }
@@ -182,6 +185,7 @@ function planDrain(
     plan.kind = 'done';
     return finish(plan, entry, changed, now);
   }
+  if (!mayStartTurns) return letGo(plan, entry, changed, now);
   if (!entry.queueOwner) {
     entry.queueOwner = ownerRecord(now);
     changed = true;
@@ -213,6 +217,20 @@ function planDrain(
   return finish(plan, entry, true, now);
 }
 
+/**
+ * A stopping process (serve after SIGTERM) starts no queued turn: it gives the queue up, so that
+ * the next ingest or serve takes it over at once instead of waiting for this process to be gone.
+ * The notes and expiries planned so far are still written.
+ */
+function letGo(plan: DrainPlan, entry: QueuedEntry, changed: boolean, now: number): DrainPlan {
+  if (entry.queueOwner && isThisProcess(entry.queueOwner)) {
+    delete entry.queueOwner;
+    changed = true;
+  }
+  plan.kind = 'stop';
+  return finish(plan, entry, changed, now);
+}
+
 function finish(plan: DrainPlan, entry: QueuedEntry, changed: boolean, now: number): DrainPlan {
   if (changed) entry.updatedAt = now;
   return plan;
@@ -225,11 +243,13 @@ export async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: 
   const spec = runnerFor(ctx, ref.agentId);
   const turnFirst = beforeResetFor(ctx, ref.agentId);
   const liveness: Liveness = new Map();
+  // An incognito queue cannot wait for the next process (it lives in this one's memory): it still runs.
+  const mayStartTurns = runtime.startsQueuedTurns || isInMemory(ref.location.storePath);
   let plan: DrainPlan | undefined;
   for (let attempt = 0; attempt < 4; attempt++) {
     const now = ctx.clock.now();
     const nowWall = systemClock.now();
-    plan = await updateStore(ctx, ref.location, (store) => planDrain(store, ref, liveness, spec !== undefined, turnFirst !== undefined, now, nowWall, afterOverflow));
+    plan = await updateStore(ctx, ref.location, (store) => planDrain(store, ref, liveness, spec !== undefined, turnFirst !== undefined, mayStartTurns, now, nowWall, afterOverflow));
     if (plan.kind !== 'need-liveness') break;
     const store = await readSessionStore(ref.location.storePath);
     await learnLiveness(ctx, ref.location, [store[ref.sessionKey] as QueuedEntry | undefined], liveness);

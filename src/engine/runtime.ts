@@ -27,6 +27,8 @@ interface DrainState {
 
 export class QueueRuntime implements RunHost {
   noWait = false;
+  /** Cleared by stopStartingQueuedTurns(): drains still write notes and expiries, but start no queued turn. */
+  startsQueuedTurns = true;
   /** Set by shutdown(): no new turn starts, runs in flight are aborted with this reason. */
   private stopping: string | undefined;
   private sink: (event: QueueEvent) => void = () => undefined;
@@ -139,6 +141,15 @@ export class QueueRuntime implements RunHost {
       state.release();
     }
     for (const run of this.runs.values()) run.abort(reason);
+  }
+
+  /**
+   * A graceful stop (serve's SIGTERM): runs in flight may finish, but nothing waiting in a queue
+   * starts — it would only be cut off when the grace period ends. Each queue is given up (owner
+   * cleared) at its next drain, and stays on disk for the next ingest or serve.
+   */
+  stopStartingQueuedTurns(): void {
+    this.startsQueuedTurns = false;
   }
 
   /** Runs an idle session's message (its activeRun was claimed by the ingest that recorded it). */

@@ -374,6 +374,8 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
   private async drainAndClose(graceMs: number, reason: string): Promise<StopSummary> {
     this.draining = true;
     const maintainStopped = this.maintainSchedule.stop(); // no new pass; one in progress ends below
+    // Runs in flight may finish; queued turns stay queued for the next process (they would only be cut off).
+    for (const engine of this.engines) queueRuntimeFor(engine).stopStartingQueuedTurns();
     const clients = [...this.clients];
     const answeredBefore = this.counters.answered;
     for (const client of clients) client.freeze();

@@ -560,6 +560,44 @@ describe('runs in the server', { timeout: 60_000 }, () => {
     await watcher.closed;
   });
 
+  test('SIGTERM: the running turn finishes, a queued followup does not start (it would be cut off); the next process runs it', async () => {
+    const state = tempDir();
+    const config = writeJson(path.join(state, 'c.json'), {
+      agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 800, toolCalls: 1 } } },
+      messages: { queue: { mode: 'followup', debounceMs: 0 } },
+    });
+    const server = await startServe(state, ['--config', config, '--grace', '20000']);
+    const client = await connectClient(server.socketPath);
+    const waitFor = pushWaiter(client);
+    const started: string[] = [];
+    client.onPush((push) => {
+      if (push.event === 'run_started') started.push(push.runId as string);
+    });
+    await client.request('subscribe', {});
+    const a = (await client.request<any>('ingest', { message: { channel: 'telegram', peer: 'direct:23', text: 'first', messageId: 't-1' } })).events[0];
+    await waitFor((p) => p.event === 'run_started' && p.runId === a.runId);
+    const b = (await client.request<any>('ingest', { message: { channel: 'telegram', peer: 'direct:23', text: 'second', messageId: 't-2' } })).events[0];
+    assert.equal(b.disposition, 'queued');
+    server.signal('SIGTERM');
+    assert.equal((await waitFor((p) => p.event === 'run_ended' && p.runId === a.runId)).status, 'done');
+    assert.deepEqual(await server.exited, { code: 0, signal: null });
+    assert.deepEqual(started, [a.runId], 'only the turn already running ran');
+    const entry = readStore(state)[b.sessionKey];
+    assert.deepEqual(entry.queue.map((item: any) => item.runId), [b.runId], 'the followup waits on disk');
+    assert.equal(entry.queueOwner, undefined, 'given up by the stopped server');
+    assert.equal(entry.activeRun, undefined);
+
+    // The next ingest takes the queue over and runs it (its own message waits behind it).
+    const next = await runCli(['ingest', '--state-dir', state, '--config', config, '--json'], {
+      input: `${JSON.stringify({ channel: 'telegram', peer: 'direct:23', text: 'third', messageId: 't-3' })}\n`,
+    });
+    assert.equal(next.code, 0, next.stderr);
+    const replies = jsonLines(next.stdout).filter((e) => e.type === 'reply').map((e) => e.text);
+    assert.ok(replies.includes('slow-echo: second'), JSON.stringify(replies));
+    const texts = transcriptOf(state, 'main', readStore(state)[b.sessionKey]).filter((l) => l.type === 'message' && l.message.role === 'user').map((l) => l.message.content[0].text);
+    assert.deepEqual(texts, ['first', 'second', 'third']);
+  });
+
   test('case 22 for serve: items queued when the server is SIGKILLed run after the restart', async () => {
     const state = tempDir();
     const config = writeJson(path.join(state, 'c.json'), {
