@@ -398,7 +398,7 @@ export interface RunFailedEvent {
   sessionKey: string;
   sessionId: string;
   status: 'failed' | 'timeout' | 'aborted';
-  /** runner failure reasons (exit, timeout, aborted, spawn, protocol, …) plus `orphaned`, `lock`, `write`, `internal`. */
+  /** runner failure reasons (exit, timeout, aborted, spawn, protocol, …) plus `orphaned`, `lock`, `changed` (the session was reset or removed before the run got its lock), `write`, `internal`. */
   reason: string;
   message: string;
   /** Every message the run carried (its turn's and those steered into it), by runId and messageId. */

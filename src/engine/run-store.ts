@@ -152,7 +152,8 @@ export async function releaseUnstarted(
   ctx: EngineContext,
   ref: SessionRef,
   turn: { runId: string; sessionId: string; items: readonly QueueItem[]; carried: CarriedMessage[] },
-  error: { message: string },
+  reason: 'lock' | 'changed',
+  why: string,
   emit: (event: QueueEvent) => void,
 ): Promise<void> {
   try {
@@ -164,8 +165,10 @@ export async function releaseUnstarted(
       setQueue(
         entry,
         queueOf(entry).map((item) => {
-          if (item.claimedBy !== turn.runId) return item;
-          const { claimedBy: _claimedBy, ...rest } = item;
+          if (item.claimedBy !== turn.runId && item.leasedBy !== turn.runId) return item;
+          const rest = { ...item };
+          if (rest.claimedBy === turn.runId) delete rest.claimedBy;
+          if (rest.leasedBy === turn.runId) delete rest.leasedBy;
           return rest;
         }),
       );
@@ -182,8 +185,8 @@ export async function releaseUnstarted(
     sessionKey: ref.sessionKey,
     sessionId: turn.sessionId,
     status: 'failed',
-    reason: 'lock',
-    message: `${error.message}${requeued}`,
+    reason,
+    message: `${why}${requeued}`,
     messages: turn.carried,
   });
 }

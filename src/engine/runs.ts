@@ -155,6 +155,9 @@ export class LocalRun {
     this.host.emit(event);
   }
 
+  /** Set when the session no longer named this run's instance and claim once the lock was had. */
+  superseded = false;
+
   /** Runs the turn while holding the session write lock (handle). Never throws. */
   async execute(handle: LockHandle): Promise<void> {
     const turn = this.turn;
@@ -167,7 +170,16 @@ export class LocalRun {
       const pending = this.host.takePendingAbort(turn.runId);
       if (pending !== undefined) this.abort(pending);
       // The entry as it is now: parked items and abort requests that came before the run did.
-      const { records: outbox, ids: outboxIds, entry } = await this.writer.readOutbox();
+      const { records: outbox, ids: outboxIds, entry, unreadable } = await this.writer.readOutbox();
+      // Claimed in the store, then the lock waited for: whoever held it may have reset or deleted
+      // the session meanwhile. Its file is then an archive's old name, and writing would make it
+      // again as an orphan holding this turn: the turn is given back instead.
+      if (unreadable !== true && (entry?.sessionId !== turn.sessionId || entry.activeRun?.runId !== turn.runId)) {
+        this.superseded = true;
+        this.finished = true;
+        await this.leasing;
+        return;
+      }
       this.observe(entry);
       await this.leasing;
       // A turn taken over from a dead run whose records made it to disk is not run a second
@@ -337,6 +349,9 @@ export async function executeTurn(ctx: EngineContext, host: RunHost, turn: TurnS
       entered = true;
       await run.execute(handle);
     });
+    if (run.superseded) {
+      await releaseUnstarted(ctx, turn.ref, unstartedOf(run), 'changed', 'the session was reset or removed while this run waited for its lock; nothing of it was written', (event) => host.emit(event));
+    }
   } catch (err) {
     if (!entered) await lockFailed(ctx, host, run, err);
   } finally {
@@ -346,8 +361,12 @@ export async function executeTurn(ctx: EngineContext, host: RunHost, turn: TurnS
 
 async function lockFailed(ctx: EngineContext, host: RunHost, run: LocalRun, err: unknown): Promise<void> {
   host.suppressDrain(run.turn.ref);
+  await releaseUnstarted(ctx, run.turn.ref, unstartedOf(run), 'lock', toSwitchboardError(err).message, (event) => host.emit(event));
+}
+
+function unstartedOf(run: LocalRun): { runId: string; sessionId: string; items: readonly QueueItem[]; carried: CarriedMessage[] } {
   const { turn } = run;
-  await releaseUnstarted(ctx, turn.ref, { runId: turn.runId, sessionId: turn.sessionId, items: turn.items, carried: run.carriedMessages() }, toSwitchboardError(err), (event) => host.emit(event));
+  return { runId: turn.runId, sessionId: turn.sessionId, items: turn.items, carried: run.carriedMessages() };
 }
 
 /** A fresh id for items switchboard creates itself (the overflow summary). */

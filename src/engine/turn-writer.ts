@@ -153,7 +153,8 @@ export class TurnWriter {
    * The entry as stored now and its outbox's records (left in the outbox until appended), but
    * none this run has appended already: their removal from the store may still be under way.
    */
-  async readOutbox(): Promise<{ records: NewTranscriptEntry[]; ids: string[]; entry: QueuedEntry | undefined }> {
+  /** `unreadable`: sessions.json could not be read (the entry is then unknown, not gone). */
+  async readOutbox(): Promise<{ records: NewTranscriptEntry[]; ids: string[]; entry: QueuedEntry | undefined; unreadable?: true }> {
     try {
       const entry = (await readSessionStore(this.turn.ref.location.storePath))[this.turn.ref.sessionKey] as QueuedEntry | undefined;
       const fresh = entry && Array.isArray(entry.outbox) ? { ...entry, outbox: entry.outbox.filter((item) => !this.outboxAppended.has(item.id)) } : entry;
@@ -161,7 +162,7 @@ export class TurnWriter {
       for (const id of peeked.ids) this.outboxAppended.add(id);
       return { ...peeked, entry };
     } catch {
-      return { records: [], ids: [], entry: undefined }; // they stay in the outbox for the next holder
+      return { records: [], ids: [], entry: undefined, unreadable: true }; // they stay in the outbox for the next holder
     }
   }
 
