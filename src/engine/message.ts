@@ -1,7 +1,7 @@
 // Parsing and validating one inbound message (the NDJSON schema in cli.md). Every rejection is
 // BAD_MESSAGE naming the JSON path; routing fields go through routing's own normaliser.
 
-import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds, mayNestDeeperThan, parseIsoTime } from '../core/index.js';
+import { MAX_CLOCK_MS, MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds, mayNestDeeperThan, parseIsoTime } from '../core/index.js';
 import { describeType, normalizeRouteInput, type RouteInput } from '../routing/index.js';
 
 export type MessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
@@ -77,14 +77,14 @@ function optionalString(obj: Record<string, unknown>, key: string, path = key): 
   return fail(path, `must be a string, got ${describeType(value)}`);
 }
 
+/** Either form names an instant from 1970 to the end of year 9999 (the clock's own range, core/clock.ts). */
 function parseTimestamp(value: unknown): number | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return Math.floor(value);
-  if (typeof value === 'string') {
-    const ms = parseIsoTime(value.trim());
-    if (ms !== undefined) return ms;
-  }
-  return fail('timestamp', 'must be an ISO-8601 time or epoch milliseconds');
+  let ms: number | undefined;
+  if (typeof value === 'number' && Number.isFinite(value)) ms = Math.floor(value);
+  else if (typeof value === 'string') ms = parseIsoTime(value.trim());
+  if (ms !== undefined && ms >= 0 && ms <= MAX_CLOCK_MS) return ms;
+  return fail('timestamp', 'must be an ISO-8601 time or epoch milliseconds between 1970 and the end of year 9999');
 }
 
 /** Validates a parsed JSON value as an inbound message. */

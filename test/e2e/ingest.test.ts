@@ -135,6 +135,9 @@ describe('bad input', () => {
       line({ channel: 'telegram', peer: 'direct:1', text: 'feb 30', timestamp: '2026-02-30' }),
       line({ channel: 'telegram', peer: 'direct:1', text: 'midnight+', timestamp: '2026-11-30T24:00:00Z' }),
       line({ channel: 'telegram', peer: 'direct:1', text: 'trailing', timestamp: '2026-11-30 (sent)' }),
+      // Outside the clock's range, in either form, as --now is: 1e20 ms and year 1 are no times a message was sent.
+      line({ channel: 'telegram', peer: 'direct:1', text: 'far future', timestamp: 1e20 }),
+      line({ channel: 'telegram', peer: 'direct:1', text: 'year one', timestamp: '0001-01-01T00:00:00Z' }),
       line({ channel: 'telegram', peer: 'direct:1', text: 'fine', timestamp: '2026-11-30T07:00:00Z' }),
     ].join('\n');
     const r = await ingest(state, input);
@@ -143,7 +146,9 @@ describe('bad input', () => {
       '1 BAD_MESSAGE@timestamp',
       '2 BAD_MESSAGE@timestamp',
       '3 BAD_MESSAGE@timestamp',
-      '4 recorded',
+      '4 BAD_MESSAGE@timestamp',
+      '5 BAD_MESSAGE@timestamp',
+      '6 recorded',
     ]);
     const entry = readStore(state, 'main')['agent:main:main'];
     assert.deepEqual(transcriptLines(state, 'main', entry.sessionFile).slice(1).map((l) => l.message.content[0].text), ['fine']);
