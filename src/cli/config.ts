@@ -3,12 +3,13 @@
 
 import path from 'node:path';
 import type { Command } from 'commander';
-import { configProblems, effectiveValues, findUnknownKeys, type SwitchboardConfig } from '../config/index.js';
+import { configProblems, effectiveValues, findUnknownKeys, type LoadedConfig, type SwitchboardConfig } from '../config/index.js';
 import { normalizeAgentId } from '../core/index.js';
 import { agentRunnerConfig, sharedDmWarnings } from '../engine/index.js';
-import { displayTimeZone, queueConfigWarnings, resolveCronRetentionMs, resolveMaintainEveryMs, resolveMaintenanceSettings, validateResetConfig } from '../policy/index.js';
+import { queueConfigWarnings } from '../policy/index.js';
 import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
-import { problemOf, type CliContext } from './context.js';
+import type { CliContext } from './context.js';
+import { collectProblem, sessionSettingProblems } from './session-settings.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine } from './output.js';
 
@@ -93,29 +94,10 @@ function configuredAgentIds(config: SwitchboardConfig): string[] {
   return [...new Set([...list, ...entries])];
 }
 
-/**
- * Everything a command checks when it uses a setting (time zones, reset blocks, triggers, durations,
- * sizes, runner specs), each area on its own so that every problem is listed, not the first.
- */
+/** Everything a command checks when it uses a setting: the policy settings, and the runner specs. */
 function semanticProblems(config: SwitchboardConfig): string[] {
-  const problems: string[] = [];
-  const check = (action: () => unknown, pathOverride?: (path: string) => string) => {
-    try {
-      action();
-    } catch (err) {
-      problems.push(problemOf(err, pathOverride));
-    }
-  };
-  const session = config.session ?? {};
-  check(() => validateResetConfig({ reset: session.reset }));
-  for (const [name, block] of Object.entries(session.resetByType ?? {})) check(() => validateResetConfig({ resetByType: { [name]: block } }));
-  for (const [name, block] of Object.entries(session.resetByChannel ?? {})) check(() => validateResetConfig({ resetByChannel: { [name]: block } }));
-  check(() => validateResetConfig({ resetTriggers: session.resetTriggers }));
-  check(() => displayTimeZone(config));
-  for (const [key, value] of Object.entries(session.maintenance ?? {})) check(() => resolveMaintenanceSettings({ [key]: value }));
-  check(() => resolveMaintenanceSettings(session.maintenance));
-  check(() => resolveMaintainEveryMs(session.maintenance));
-  check(() => resolveCronRetentionMs(config.cron));
+  const problems = sessionSettingProblems(config);
+  const check = (action: () => unknown, pathOverride?: (path: string) => string) => collectProblem(problems, action, pathOverride);
   // Runners as every command resolves them (runnerFor): each agent's own section over the defaults,
   // for both rosters; the agent's section alone too, so its own problems are named at its path.
   const defaults = config.agents?.defaults?.runner as RunnerConfigInput | undefined;
@@ -129,10 +111,15 @@ function semanticProblems(config: SwitchboardConfig): string[] {
   return [...new Set(problems)];
 }
 
-async function runValidate(ctx: CliContext): Promise<number> {
-  const loaded = await ctx.config();
+/** CONFIG_INVALID naming, at its file:line:column, every problem any command would find (`config validate`, `doctor`). */
+export function checkConfigSettings(loaded: LoadedConfig): void {
   const problems = semanticProblems(loaded.config);
   if (problems.length > 0) throw configProblems(loaded.path ?? 'config', problems, loaded.layers);
+}
+
+async function runValidate(ctx: CliContext): Promise<number> {
+  const loaded = await ctx.config();
+  checkConfigSettings(loaded);
   // With a store at hand: sessions that several DM senders share under dmScope "main" (privacy).
   const warnings = [...(await configWarnings(ctx)), ...(await sharedDmWarnings(await ctx.engine()))];
   if (ctx.json) {

@@ -2,7 +2,7 @@
 // config / routing table loaded once on first use.
 
 import type { Command } from 'commander';
-import { clockFrom, isSwitchboardError, resolveStateDir, toSwitchboardError, type Clock } from '../core/index.js';
+import { clockFrom, isSwitchboardError, resolveStateDir, type Clock } from '../core/index.js';
 import { configProblems, loadConfig, type LoadedConfig } from '../config/index.js';
 import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
 import type { EngineContext } from '../engine/index.js';
@@ -56,6 +56,7 @@ export class CliContext {
     if (!isSwitchboardError(err, 'CONFIG_INVALID') || err.details?.file !== undefined || this.loadedConfig === undefined) return err;
     const loaded = await this.loadedConfig.catch(() => undefined);
     if (loaded?.path == null) return err;
+    const { problemOf } = await import('./session-settings.js');
     return configProblems(loaded.path, [problemOf(err)], loaded.layers);
   }
 
@@ -83,7 +84,7 @@ export class CliContext {
     const loaded = await this.config();
     const table = await this.routingTable();
     const { checkSessionSettings } = await settings;
-    checkSessionSettings(loaded.config);
+    checkSessionSettings(loaded);
     return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
   }
 
@@ -95,13 +96,4 @@ export class CliContext {
   note(message: string): void {
     if (!this.quiet) this.streams.stderr.write(`${message}\n`);
   }
-}
-
-/** A failed check as `json.path: problem` (checks word their messages `path problem` or `path: problem`). */
-export function problemOf(err: unknown, pathOverride?: (path: string) => string): string {
-  const error = toSwitchboardError(err);
-  const path = typeof error.details?.path === 'string' ? error.details.path : undefined;
-  if (path === undefined || !error.message.startsWith(path)) return error.message;
-  const shown = pathOverride ? pathOverride(path) : path;
-  return `${shown}: ${error.message.slice(path.length).replace(/^:?\s*/, '')}`;
 }

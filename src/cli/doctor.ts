@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { SwitchboardError } from '../core/index.js';
 import { runDoctor, type DoctorProblem, type DoctorReport, type StoreSelection } from '../engine/index.js';
+import { checkConfigSettings } from './config.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine, type Painter } from './output.js';
@@ -53,6 +54,9 @@ async function runDoctorCommand(ctx: CliContext): Promise<number> {
   const flags = ctx.options as unknown as DoctorFlags;
   const selection = selectionOf(flags);
   const loaded = await ctx.config();
+  // The config is checked as `config validate` checks it: a doctor that says "ok" to a file every
+  // command using the bad setting refuses would send the user looking in the wrong place.
+  checkConfigSettings(loaded);
   const progress = progressFor(ctx);
   let report: DoctorReport;
   try {

@@ -66,8 +66,8 @@ async function runList(ctx: CliContext): Promise<number> {
 }
 
 function describeRelease(result: ReleaseLockResult): string {
-  const holder = result.owner ? ` held by pid ${result.owner.pid} on ${result.owner.hostname}` : '';
-  return `${result.lockPath}${result.forced ? ` (forced:${holder}, alive)` : result.wasStale ? ' (stale)' : result.wasOverHeld ? ' (past its max hold)' : ' (holder gone)'}`;
+  const holder = result.owner ? `held by pid ${result.owner.pid} on ${result.owner.hostname}, alive` : 'no owner record, not stale yet';
+  return `${result.lockPath}${result.forced ? ` (forced: ${holder})` : result.wasStale ? ' (stale)' : result.wasOverHeld ? ' (past its max hold)' : ' (holder gone)'}`;
 }
 
 async function runRelease(ctx: CliContext, targets: string[]): Promise<number> {

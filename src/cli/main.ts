@@ -1,7 +1,7 @@
 // The commander program: global options, one registration per command group, and the single
 // place where the process's exit code is decided.
 
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SwitchboardError, isSwitchboardError } from '../core/index.js';
 import { CliContext } from './context.js';
 import { guardOutput, outputError, processStreams, reportError, settledOutput, type Streams } from './output.js';
@@ -60,13 +60,21 @@ export interface ProgramHooks {
   action<A extends unknown[]>(fn: Action<A>): (...args: unknown[]) => Promise<void>;
 }
 
+/** A blank path names nothing: `--state-dir ""` fell back to ~/.switchboard and wrote there without a word. */
+function pathFlag(what: string): (value: string) => string {
+  return (value) => {
+    if (value.trim() === '') throw new InvalidArgumentError(`the ${what} path is empty`);
+    return value;
+  };
+}
+
 /** The program with every command, or (given the process's argv) only the group that argv runs. */
 export async function buildProgram(streams: Streams, setExitCode: (code: number) => void, json = false, argv?: readonly string[]): Promise<Command> {
   const program = new Command('switchboard')
     .description('Stable, explainable addresses for every inbound message of a personal AI assistant.')
     .version(VERSION, '-V, --version', 'print the version')
-    .addOption(new Option('--state-dir <dir>', 'state directory (default: $SWITCHBOARD_STATE_DIR or ~/.switchboard)'))
-    .addOption(new Option('--config <file>', 'config file (default: $SWITCHBOARD_CONFIG, <state>/switchboard.json5, <state>/openclaw.json)'))
+    .addOption(new Option('--state-dir <dir>', 'state directory (default: $SWITCHBOARD_STATE_DIR or ~/.switchboard)').argParser(pathFlag('state directory')))
+    .addOption(new Option('--config <file>', 'config file (default: $SWITCHBOARD_CONFIG, <state>/switchboard.json5, <state>/openclaw.json)').argParser(pathFlag('config file')))
     .addOption(new Option('--now <time>', 'fixed clock: ISO-8601 time or epoch ms (also SWITCHBOARD_NOW)'))
     .option('--json', 'machine-readable output on stdout (errors as JSON on stderr)')
     .option('--no-color', 'no colour (NO_COLOR is honoured too)')

@@ -3,7 +3,7 @@
 
 import os from 'node:os';
 import path from 'node:path';
-import { SwitchboardError } from '../core/index.js';
+import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds } from '../core/index.js';
 import { locateJsonPaths, type TextPosition } from './positions.js';
 import { formatJsonPath } from './validators.js';
 
@@ -47,8 +47,18 @@ export async function loadLayers(
     if (chain.length >= MAX_DEPTH) throw new SwitchboardError('CONFIG_INVALID', `${file}: more than ${MAX_DEPTH} files chained by "extends"`, { details: { path: 'extends' } });
     const text = read(current, why);
     const data = await parse(text, current);
+    // Every walk over a config (schema, merge, origins, `config show`) recurses: a value nested
+    // thousands of levels deep would overflow the stack. No real config comes near the cap.
+    if (jsonDepthExceeds(data)) {
+      throw new SwitchboardError('CONFIG_INVALID', `${current}: values are nested more than ${MAX_JSON_DEPTH} levels deep`, { details: { file: current } });
+    }
     if (!isRecord(data)) {
-      // The schema reports a non-object config with its own message.
+      // The schema reports a non-object config with its own message; a base would be dropped by the merge.
+      if (chain.length > 0) {
+        throw new SwitchboardError('CONFIG_INVALID', `${current}: must hold an object (it is ${data === null ? 'null' : Array.isArray(data) ? 'an array' : typeof data}), as the file ${chain[chain.length - 1]!.file} extends`, {
+          details: { file: current },
+        });
+      }
       chain.push({ file: current, text, data: data as Record<string, unknown> });
       break;
     }

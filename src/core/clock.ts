@@ -64,7 +64,8 @@ export function parseNow(value: string, source = '--now'): number {
   let ms: number | undefined;
   if (/^-?\d+$/.test(trimmed)) {
     const epoch = Number(trimmed);
-    if (Number.isSafeInteger(epoch) && epoch >= 0) ms = epoch;
+    // A digit string past the safe integers is still a time, just one far past the clock's end.
+    if (epoch >= 0) ms = Number.isSafeInteger(epoch) ? epoch : Number.POSITIVE_INFINITY;
   } else {
     ms = parseIsoTime(trimmed);
   }

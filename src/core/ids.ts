@@ -5,6 +5,11 @@ const VALID_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
 const INVALID_RUN = /[^a-z0-9_-]+/g;
 const RESERVED = new Set(['__proto__', 'constructor', 'prototype']);
 
+/** Whether `raw` names one of the words an id may not be (`__proto__`, `constructor`, `prototype`): it is then read as the fallback. */
+export function isReservedId(raw: unknown): boolean {
+  return typeof raw === 'string' && RESERVED.has(raw.trim().toLowerCase());
+}
+
 /**
  * Whether `raw` is already a valid lower-case id, the common case, which then comes back as is:
  * checked by hand because every routed message normalises its account id, and the regex and

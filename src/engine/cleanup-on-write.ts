@@ -76,15 +76,9 @@ interface DiskEstimate {
  * volume is left to the schedule). With `mode: warn` (the default) it installs nothing.
  */
 export function keepCapsOnWrite(ctx: EngineContext): void {
-  let settings: MaintenanceSettings;
-  try {
-    settings = resolveMaintenanceSettings(ctx.config.session?.maintenance);
-  } catch {
-    // A bad session.maintenance value is CONFIG_INVALID for `config validate`, `sessions cleanup`
-    // and `maintain`, as before; it does not stop every other command from writing.
-    setStoreUpkeepProvider(null);
-    return;
-  }
+  // A bad session.maintenance value throws CONFIG_INVALID here: enforce mode never turns itself
+  // off without a word (the CLI has refused such a config before any command acts).
+  const settings: MaintenanceSettings = resolveMaintenanceSettings(ctx.config.session?.maintenance);
   if (settings.mode !== 'enforce' || (settings.maxEntries === null && settings.pruneAfterMs === null && settings.maxDiskBytes === null)) {
     setStoreUpkeepProvider(null);
     return;

@@ -1,7 +1,7 @@
 // The agents a config defines and the fallback owner the `default` tier routes to, for both config
 // generations: `agents.list` (first or default-marked agent) and `agents.entries` (explicit owners).
 
-import { normalizeAgentId } from '../core/index.js';
+import { isReservedId, normalizeAgentId } from '../core/index.js';
 import type { Binding, SwitchboardConfig } from '../config/types.js';
 
 export interface AgentInfo {
@@ -30,13 +30,29 @@ export function listRoster(config: SwitchboardConfig): Roster {
   const list = Array.isArray(config.agents?.list) ? config.agents!.list : [];
   const agents = list.map((agent, configIndex) => ({ id: normalizeAgentId(agent?.id), configIndex, isDefault: agent?.default === true }));
   const marked = agents.find((agent) => agent.isDefault);
-  const warnings: string[] = [];
+  const warnings: string[] = list.flatMap((agent, index) => renamedWarning(agent?.id, agents[index]!.id, `agents.list[${index}].id`));
+  const seen = new Map<string, number>();
+  agents.forEach((agent, index) => {
+    const first = seen.get(agent.id);
+    if (first === undefined) seen.set(agent.id, index);
+    else warnings.push(`agents.list[${first}] and agents.list[${index}] are both agent "${agent.id}" (ids are compared lower-cased and cleaned): they are one agent`);
+  });
+  const markedAll = agents.filter((agent) => agent.isDefault);
+  if (markedAll.length > 1) warnings.push(`several agents are marked default: true (${markedAll.map((a) => a.id).join(', ')}): "${markedAll[0]!.id}" (the first) is used`);
   if (agents.length > 1 && !marked) {
     warnings.push(`several agents (${agents.map((a) => a.id).join(', ')}) and none marked default: "${agents[0].id}" (the first) is used`);
   }
   if (marked) return { agents, owner: marked.id, ownerSource: 'default-marker', warnings };
   if (agents.length > 0) return { agents, owner: agents[0].id, ownerSource: 'first-agent', warnings };
   return { agents, owner: 'main', ownerSource: 'implicit-main', warnings };
+}
+
+/**
+ * An id that names a reserved word (`constructor`, `__proto__`, `prototype`) is read as `main`,
+ * as OpenClaw reads it: a binding to it then goes to another agent, so it is said.
+ */
+function renamedWarning(raw: unknown, id: string, at: string): string[] {
+  return isReservedId(raw) ? [`${at}: "${String(raw)}" is a reserved name and is read as agent "${id}"`] : [];
 }
 
 /**
@@ -51,18 +67,19 @@ export function entriesRoster(config: SwitchboardConfig): Roster {
     ? keys.map((key, configIndex) => ({ id: normalizeAgentId(key), configIndex, isDefault: isRecord(raw[key]) && raw[key].default === true }))
     : [{ id: 'main', configIndex: -1, isDefault: false }];
   const ids = agents.map((agent) => agent.id);
+  const warnings = keys.flatMap((key, index) => renamedWarning(key, agents[index]!.id, `agents.entries.${key}`));
   const explicit = config.agents?.ownership === 'explicit';
   if (explicit) {
     const system = config.agents?.defaults?.systemAgent?.agentId;
     const systemId = typeof system === 'string' && system.trim() !== '' ? normalizeAgentId(system) : undefined;
-    if (systemId !== undefined && ids.includes(systemId)) return { agents, owner: systemId, ownerSource: 'system-agent', warnings: [] };
-    return agents.length === 1 ? { agents, owner: ids[0], ownerSource: 'sole-agent', warnings: [] } : { agents, warnings: [] };
+    if (systemId !== undefined && ids.includes(systemId)) return { agents, owner: systemId, ownerSource: 'system-agent', warnings };
+    return agents.length === 1 ? { agents, owner: ids[0], ownerSource: 'sole-agent', warnings } : { agents, warnings };
   }
   const marked = agents.filter((agent) => agent.isDefault);
   // The marker only decides among several agents; a system agent is then ignored for routing.
-  if (agents.length > 1 && marked.length === 1) return { agents, owner: marked[0].id, ownerSource: 'legacy-marker', warnings: [] };
-  if (agents.length === 1) return { agents, owner: ids[0], ownerSource: keys.length === 0 ? 'implicit-main' : 'sole-agent', warnings: [] };
-  return { agents, warnings: [] };
+  if (agents.length > 1 && marked.length === 1) return { agents, owner: marked[0].id, ownerSource: 'legacy-marker', warnings };
+  if (agents.length === 1) return { agents, owner: ids[0], ownerSource: keys.length === 0 ? 'implicit-main' : 'sole-agent', warnings };
+  return { agents, warnings };
 }
 
 /** OpenClaw's channel aliases, folded when a `channels.<id>` section is matched with bindings. */

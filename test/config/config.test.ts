@@ -184,19 +184,64 @@ describe('config validate rejects what any command would reject', () => {
     assert.equal(explain.code, 78);
   });
 
-  test('a setting that only the command using it reads is reported at its place in the file too', async () => {
+  test('a bad setting is refused, at its place in the file, by every command that works on the store — before it acts', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'switchboard.json5');
-    fs.writeFileSync(file, '{\n  session: {\n    maintenance: { pruneAfter: "abc" },\n  },\n}\n');
-    const where = `${file}:3:20: session.maintenance.pruneAfter: "abc" is not a duration`;
-    const cleanup = await runCli(['sessions', 'cleanup', '--dry-run', '--json', '--config', file, '--state-dir', dir]);
-    assert.equal(cleanup.code, 78, cleanup.stderr);
-    assert.equal(errorOf(cleanup.stderr).message, where);
-    // maintain goes on with its other stages (cron) and names the failed one, located the same way.
-    const maintain = await runCli(['maintain', '--json', '--config', file, '--state-dir', dir]);
-    assert.equal(maintain.code, 78, maintain.stderr);
-    const report = JSON.parse(maintain.stdout);
-    assert.deepEqual(report.errors.map((e: { stage: string; message: string }) => [e.stage, e.message]), [['cleanup', where]]);
+    // enforce mode with a typo in one size: ingest used to switch the caps off without a word.
+    fs.writeFileSync(file, '{\n  session: {\n    maintenance: { mode: "enforce", maxEntries: 2, pruneAfter: "abc" },\n  },\n}\n');
+    const where = `${file}:3:52: session.maintenance.pruneAfter: "abc" is not a duration`;
+    for (const args of [['sessions', 'cleanup', '--dry-run'], ['maintain'], ['doctor'], ['sessions'], ['ingest']]) {
+      const r = await runCli([...args, '--json', '--config', file, '--state-dir', dir], { input: `${JSON.stringify({ channel: 'telegram', peer: 'direct:1', text: 'hi' })}\n` });
+      assert.equal(r.code, 78, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.equal(errorOf(r.stderr).message, where, args.join(' '));
+    }
+    assert.ok(!fs.existsSync(path.join(dir, 'agents')), 'nothing was stored');
+  });
+
+  test('doctor checks the config as config validate does (a runner spec too)', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'c.json'), { agents: { defaults: { runner: { command: 'builtin:nope' } } }, cron: { sessionRetention: 'forever' } });
+    const validate = await runCli(['config', 'validate', '--json', '--config', file, '--state-dir', dir]);
+    const doctor = await runCli(['doctor', '--json', '--config', file, '--state-dir', dir]);
+    assert.equal(validate.code, 78);
+    assert.equal(doctor.code, 78, doctor.stdout);
+    assert.equal(errorOf(doctor.stderr).message, errorOf(validate.stderr).message);
+  });
+
+  test('a config nested past the depth cap, or a base of extends that is not an object, is CONFIG_INVALID naming the file', async () => {
+    const dir = tempDir();
+    const deep = path.join(dir, 'deep.json');
+    fs.writeFileSync(deep, `{"channels":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`);
+    const top = path.join(dir, 'top.json5');
+    fs.writeFileSync(top, '{ extends: "./deep.json" }');
+    for (const config of [deep, top]) {
+      for (const args of [['config', 'show'], ['route', 'resolve', '--channel', 'x']]) {
+        const r = await runCli([...args, '--json', '--config', config, '--state-dir', dir]);
+        assert.equal(r.code, 78, `${config} ${args.join(' ')}: ${r.stderr}`);
+        assert.equal(errorOf(r.stderr).message, `${deep}: values are nested more than 128 levels deep`);
+      }
+    }
+    const base = path.join(dir, 'null.json');
+    fs.writeFileSync(base, 'null');
+    fs.writeFileSync(top, '{ extends: "./null.json" }');
+    const r = await runCli(['config', 'validate', '--json', '--config', top, '--state-dir', dir]);
+    assert.equal(r.code, 78, r.stderr);
+    assert.match(errorOf(r.stderr).message, /null\.json: must hold an object \(it is null\)/);
+  });
+
+  test('agent ids that are reserved words, collide or are marked default twice are warnings', async () => {
+    const dir = tempDir();
+    const file = writeJson(path.join(dir, 'c.json'), {
+      agents: { list: [{ id: 'constructor' }, { id: 'b' }, { id: 'B ', default: true }, { id: 'c', default: true }] },
+      bindings: [{ agentId: 'constructor', match: { channel: 'telegram' } }],
+    });
+    const r = await runCli(['config', 'validate', '--json', '--config', file, '--state-dir', dir]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout).warnings, [
+      'agents.list[0].id: "constructor" is a reserved name and is read as agent "main"',
+      'agents.list[1] and agents.list[2] are both agent "b" (ids are compared lower-cased and cleaned): they are one agent',
+      'several agents are marked default: true (b, c): "b" (the first) is used',
+    ]);
   });
 
   test('schema problems name the line and column of the offending key', async () => {

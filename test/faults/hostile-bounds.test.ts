@@ -31,6 +31,10 @@ describe('hostile bounds', () => {
     const state = tempDir('sb-bounds-');
     const tooLate = await runCli(['send', 'hi', '--channel', 'telegram', '--now', '8640000000000001', '--state-dir', state]);
     assert.equal(tooLate.code, 2, tooLate.stderr);
+    // Past the safe integers it is still a time after the clock's end, not "not a time".
+    const wayTooLate = await runCli(['send', 'hi', '--channel', 'telegram', '--now', '99999999999999999', '--state-dir', state]);
+    assert.equal(wayTooLate.code, 2, wayTooLate.stderr);
+    assert.match(wayTooLate.stderr, /after 9999-12-31/);
     const config = writeJson(path.join(state, 'config.json'), { session: { reset: { mode: 'idle', idleMinutes: 1e12 } } });
     const sent = await runCli(['send', 'hi', '--channel', 'telegram', '--state-dir', state, '--config', config]);
     assert.equal(sent.code, 0, sent.stderr);
@@ -38,6 +42,16 @@ describe('hostile bounds', () => {
     assert.equal(shown.code, 0, shown.stderr);
     const json = await runCli(['sessions', 'show', 'agent:main:main', '--json', '--state-dir', state, '--config', config]);
     assert.equal(JSON.parse(json.stdout).freshness.nextResetAt, undefined);
+  });
+
+  test('a blank --state-dir or --config is a usage error (it fell back to ~/.switchboard and wrote there)', async () => {
+    const home = tempDir('sb-bounds-home-');
+    for (const flags of [['--state-dir', ''], ['--state-dir', home, '--config', ' ']]) {
+      const r = await runCli(['send', 'hi', '--channel', 'telegram', ...flags], { env: { HOME: home } });
+      assert.equal(r.code, 2, `${flags.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /path is empty/);
+    }
+    assert.deepEqual(fs.readdirSync(home), [], 'nothing was written');
   });
 
   test('stdout that cannot be written (a full disk) is IO, 74; flags that are not digits are usage errors', async () => {
