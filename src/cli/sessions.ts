@@ -106,7 +106,8 @@ async function runList(ctx: CliContext): Promise<number> {
     return 0;
   }
   if (listing.count === 0) {
-    ctx.streams.stdout.write(`no sessions in ${listing.stores.map((s) => s.path).join(', ')}\n`);
+    // `--limit 0` left every row out: the note above says how many there are.
+    if (listing.total === 0) ctx.streams.stdout.write(`no sessions in ${listing.stores.map((s) => s.path).join(', ')}\n`);
     return 0;
   }
   // The table's code (and the time zone code it uses) loads for a terminal, not for --json.
