@@ -216,7 +216,7 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
     dmScope,
     groupScope,
     mainKey: current ? 'main' : normalizeMainKey(session.mainKey),
-    identityLinks: compileIdentityLinks(session.identityLinks),
+    identityLinks: compileIdentityLinks(session.identityLinks, warnings),
     bindings,
     index: buildBindingIndex(bindings),
     warnings,

@@ -18,9 +18,13 @@ export interface IdentityLinkTable {
   scopes: Set<string>;
 }
 
-export function compileIdentityLinks(links: Record<string, string[]> | undefined): IdentityLinkTable {
+/** A config that lists thousands of peers twice needs a few examples, not thousands of lines. */
+const MAX_OVERLAP_WARNINGS = 5;
+
+export function compileIdentityLinks(links: Record<string, string[]> | undefined, warnings: string[] = []): IdentityLinkTable {
   const byEntry = new Map<string, { canonical: string; entry: string; order: number }>();
   let order = 0;
+  let overlaps = 0;
   for (const [name, entries] of Object.entries(links ?? {})) {
     if (!Array.isArray(entries)) continue;
     // Canonical names are trimmed and blank ones skipped, as OpenClaw does (2026.7.1 and 2026.9.6):
@@ -30,7 +34,12 @@ export function compileIdentityLinks(links: Record<string, string[]> | undefined
     for (const entry of entries) {
       const key = String(entry).trim().toLowerCase();
       // The first occurrence in walk order wins, so later duplicates are ignored.
-      if (key !== '' && !byEntry.has(key)) byEntry.set(key, { canonical, entry: key, order });
+      const earlier = byEntry.get(key);
+      if (key !== '' && earlier === undefined) byEntry.set(key, { canonical, entry: key, order });
+      // Said, as OpenClaw is silent about it: the second name never gets this peer.
+      else if (earlier !== undefined && earlier.canonical !== canonical && overlaps++ < MAX_OVERLAP_WARNINGS) {
+        warnings.push(`session.identityLinks: "${key}" is listed under "${earlier.canonical}" and "${canonical}"; "${earlier.canonical}" (the first) is used`);
+      }
       order++;
     }
   }

@@ -242,6 +242,10 @@ describe('config validate rejects what any command would reject', () => {
       'agents.list[1] and agents.list[2] are both agent "b" (ids are compared lower-cased and cleaned): they are one agent',
       'several agents are marked default: true (b, c): "b" (the first) is used',
     ]);
+    // A peer under two identity names goes to the first: said, too.
+    const links = writeJson(path.join(dir, 'links.json'), { session: { dmScope: 'per-peer', identityLinks: { alice: ['telegram:1'], bob: ['Telegram:1', 'slack:u2'] } } });
+    const linked = await runCli(['config', 'validate', '--json', '--config', links, '--state-dir', dir]);
+    assert.deepEqual(JSON.parse(linked.stdout).warnings, ['session.identityLinks: "telegram:1" is listed under "alice" and "bob"; "alice" (the first) is used']);
   });
 
   test('schema problems name the line and column of the offending key', async () => {
