@@ -5,7 +5,7 @@ import path from 'node:path';
 import { SwitchboardError, type Clock } from '../core/index.js';
 import type { SwitchboardConfig } from '../config/index.js';
 import type { RoutingTable } from '../routing/index.js';
-import { isTranscriptFileName, resolveInside, resolveStoreLocation, resolveThreadTranscriptPath, resolveTranscriptPath, transcriptFileNameIn, type LockOptions, type StoreLocation } from '../store/index.js';
+import { isTranscriptFileName, resolveInside, resolveStoreLocation, resolveThreadTranscriptPath, resolveTranscriptPath, transcriptFileNameIn, type LockOptions, type StoreLocation, type UpdateSessionStoreOptions } from '../store/index.js';
 
 export interface EngineContext {
   stateDir: string;
@@ -100,6 +100,15 @@ export function transcriptNameFor(location: StoreLocation, sessionId: string, th
 }
 
 /** Session write-lock settings from `session.writeLock`. */
+/**
+ * The options of every engine write of a store: the store lock waits as long as configured
+ * (`session.writeLock.acquireTimeoutMs`). Before, `sessions reset`, `delete`, `pin` and the queue
+ * commands waited a fixed 30 s while ingest honoured the setting.
+ */
+export function storeWriteOptions(ctx: EngineContext, extra: Omit<UpdateSessionStoreOptions, 'lock'> = {}): UpdateSessionStoreOptions {
+  return { ...extra, lock: { acquireTimeoutMs: ctx.config.session?.writeLock?.acquireTimeoutMs } };
+}
+
 export function sessionLockOptions(ctx: EngineContext, owner?: { sessionKey?: string; runId?: string }): LockOptions {
   const writeLock = ctx.config.session?.writeLock ?? {};
   return {

@@ -5,7 +5,7 @@ import { SwitchboardError } from '../core/index.js';
 import { messageAddress, setDeliveryAddress, type DeliveryOwner, type PlannedEntry } from '../policy/index.js';
 import type { RouteInput } from '../routing/index.js';
 import { checkSessionEntry, updateSessionStore } from '../store/index.js';
-import type { EngineContext } from './context.js';
+import { storeWriteOptions, type EngineContext } from './context.js';
 import type { StoreSelection } from './session-list.js';
 import { findSession } from './sessions.js';
 
@@ -37,6 +37,6 @@ export async function pinDeliveryRoute(ctx: EngineContext, keyOrId: string, rout
     }
     entry.updatedAt = ctx.clock.now();
     outcome = { sessionKey: found.key, deliveryOwner: entry.deliveryOwner ?? null, deliveryContext: entry.deliveryContext ?? null };
-  });
+  }, storeWriteOptions(ctx));
   return outcome!;
 }

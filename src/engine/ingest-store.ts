@@ -25,7 +25,7 @@ import {
 import { admitItem } from './admission.js';
 import type { AdmitEnv, Addressed, BatchEffects } from './admission-types.js';
 import { messageRecord } from './addressed.js';
-import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
+import { sessionLockOptions, storeWriteOptions, transcriptPathIn, type EngineContext } from './context.js';
 import { appendInStore, busyRetryDelayMs } from './store-append.js';
 import { learnLiveness, runnerFor, sessionRefKey, unknownHolders, type Liveness, type QueuedEntry } from './queue-state.js';
 import type { QueueRuntime } from './runtime.js';
@@ -363,9 +363,7 @@ export async function ingestStore(
   for (let round = 0; pending.length > 0; round++) {
     let outcome: Round;
     try {
-      outcome = await transactSessionStore(location.storePath, (store, tx) => commitRound(ctx, runtime, location, store, tx, pending), {
-        lock: { acquireTimeoutMs: writeLock?.acquireTimeoutMs },
-      });
+      outcome = await transactSessionStore(location.storePath, (store, tx) => commitRound(ctx, runtime, location, store, tx, pending), storeWriteOptions(ctx));
     } catch (err) {
       // The store itself failed (busy, corrupt, disk): no line of this round was acknowledged.
       for (const item of pending) result.failed.set(item, err);

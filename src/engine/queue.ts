@@ -5,7 +5,7 @@ import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import { checkSessionEntry, isInMemory, readSessionStore, sessionEntryProblem, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
-import { incognitoStoreFor, knownAgentIds, noCommandAgent, noSuchSession, type EngineContext } from './context.js';
+import { incognitoStoreFor, knownAgentIds, noCommandAgent, noSuchSession, storeWriteOptions, type EngineContext } from './context.js';
 import { userInfo } from 'node:os';
 import type { QueueItem } from '../policy/index.js';
 import {
@@ -272,7 +272,7 @@ export async function cancelQueued(ctx: EngineContext, runId: string, request: C
         return listed;
       }
       return undefined;
-    });
+    }, storeWriteOptions(ctx));
     if (cancelled) return { cancelled, cancelledBy };
   }
   if (activeHere !== undefined) {
@@ -327,7 +327,7 @@ export async function abortSession(ctx: EngineContext, keyOrId: string, request:
     const outcome: AbortOutcome = { sessionKey: found.key, cancelled, aborted, cancelledBy };
     if (withRun.length > 0) outcome.withRun = withRun.map((item) => item.runId);
     return outcome;
-  });
+  }, storeWriteOptions(ctx));
   if (outcome.aborted !== null) queueRuntimeFor(ctx).requestAbort(outcome.aborted, 'queue abort');
   return outcome;
 }
@@ -350,6 +350,7 @@ export async function dropIncognitoQueues(ctx: EngineContext): Promise<DroppedEv
         setQueue(entry, []);
         return waiting.map((item) => droppedEventOf(item, 'shutdown'));
       }),
+      storeWriteOptions(ctx),
     );
     events.push(...dropped);
   }

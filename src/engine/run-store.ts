@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
 import { unparkAll, type CarriedMessage, type QueueItem } from '../policy/index.js';
 import { readTranscript, updateSessionStore, type NewTranscriptEntry, type SessionStore, type StoreLocation } from '../store/index.js';
-import type { EngineContext } from './context.js';
+import { storeWriteOptions, type EngineContext } from './context.js';
 import { dropOutbox, droppedEventOf, isThisProcess, noteRemoved, ownerRecord, pushOutbox, queueOf, setQueue, takeCancelled, type DroppedEvent, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
 
 /** A store update with the configured store-lock wait. */
 export function updateStore<T>(ctx: EngineContext, location: StoreLocation, mutate: (store: SessionStore) => T): Promise<T> {
-  return updateSessionStore(location.storePath, mutate, { lock: { acquireTimeoutMs: ctx.config.session?.writeLock?.acquireTimeoutMs } });
+  return updateSessionStore(location.storePath, mutate, storeWriteOptions(ctx));
 }
 
 /**

@@ -9,7 +9,7 @@ import type { BudgetRemoval, CleanupPlan, SessionAction } from '../policy/index.
 import { archiveFile, transactSessionStore, updateSessionStore, withLock, type StoreLocation } from '../store/index.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent } from './cleanup-files.js';
 import { transcriptNameOf, type BuiltSnapshot, type EntryIdentity } from './cleanup-snapshot.js';
-import { sessionLockOptions, type EngineContext } from './context.js';
+import { sessionLockOptions, storeWriteOptions, type EngineContext } from './context.js';
 
 /**
  * Entries removed per store write; each chunk holds its transcripts' locks meanwhile. Taking and
@@ -78,7 +78,7 @@ export async function removeEntries(
           }
         }
         return { removed, skipped };
-      }, { skipUpkeep: true });
+      }, storeWriteOptions(ctx, { skipUpkeep: true }));
       outcome.skipped.push(...result.skipped);
       const byKey = new Map(ready.map((c) => [c.key, c]));
       const archived = new Map<string, string | null>();
@@ -266,7 +266,7 @@ async function removeUnreferenced(ctx: EngineContext, location: StoreLocation, n
         for (const entry of Object.values(store)) if (transcriptNameOf(location, entry) === name) return false;
         const archivedTo = await archiveFile(file, 'deleted', now);
         return archivedTo !== null && (await unlinkIfPresent(archivedTo));
-      }, { skipUpkeep: true }),
+      }, storeWriteOptions(ctx, { skipUpkeep: true })),
     );
   } catch (err) {
     if (err instanceof SwitchboardError && err.code === 'SESSION_BUSY') return false;

@@ -27,7 +27,7 @@ import {
   type TranscriptReadStats,
 } from '../store/index.js';
 import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
-import { noCommandAgent, noSuchSession, sessionLockOptions, storeFor, transcriptNameFor, type EngineContext } from './context.js';
+import { noCommandAgent, noSuchSession, sessionLockOptions, storeFor, storeWriteOptions, transcriptNameFor, type EngineContext } from './context.js';
 import {
   THIS_PROCESS,
   clearDeadHolders,
@@ -252,7 +252,7 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       });
       store[key] = next;
       return { entry: next, reason: decided.reason };
-    }, { skipUpkeep: request.skipUpkeep });
+    }, storeWriteOptions(ctx, { skipUpkeep: request.skipUpkeep }));
     if ('skip' in decision) return { kind: 'skipped', reason: decision.skip };
     // After the store names the new instance, nothing appends to the old file any more.
     const archivedTo = request.file === null ? null : await archiveFile(request.file, 'reset', now);
@@ -308,7 +308,7 @@ export async function setPinned(ctx: EngineContext, keyOrId: string, pinned: boo
     if (pinned) entry.pinned = true;
     else delete entry.pinned;
     entry.updatedAt = ctx.clock.now();
-  });
+  }, storeWriteOptions(ctx));
   return { sessionKey: found.key, pinned };
 }
 
@@ -339,7 +339,7 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
     const row = JSON.stringify(found.entry);
     await updateSessionStore(found.location.storePath, (store, tx) => {
       if (Object.hasOwn(store, found.key) && JSON.stringify(store[found.key]) === row) tx.removeEntry(store, found.key, ctx.clock.now());
-    });
+    }, storeWriteOptions(ctx));
     const id = found.entry.sessionId as unknown;
     // A row that is not even an object has no sessionId to show (as in the listing).
     return { sessionKey: found.key, sessionId: typeof id === 'string' ? id : id === undefined ? '' : String(id), archivedTo: null, dropped: [] };
@@ -376,7 +376,7 @@ export async function deleteSession(ctx: EngineContext, keyOrId: string, selecti
         const archivedTo = await archiveFile(file, 'deleted', now);
         tx.removeEntry(store, key, now);
         return { sessionKey: key, sessionId: entry.sessionId, archivedTo, dropped };
-      }),
+      }, storeWriteOptions(ctx)),
     );
     if (typeof outcome === 'object') return outcome;
     if (outcome === 'live' && systemClock.now() >= deadline) {

@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isSwitchboardError, systemClock } from '../core/index.js';
 import { appendEntries, isInMemory, lockPresent, transactSessionStore, withLock, type NewTranscriptEntry, type StoreLocation, type StoreTransaction } from '../store/index.js';
-import { sessionLockOptions, type EngineContext } from './context.js';
+import { sessionLockOptions, storeWriteOptions, type EngineContext } from './context.js';
 
 export interface AppendTarget {
   file: string;
@@ -44,7 +44,7 @@ export async function transactRetryingBusy<T>(ctx: EngineContext, location: Stor
   const deadline = systemClock.now() + (writeLock?.acquireTimeoutMs ?? 60_000);
   for (let attempt = 0; ; attempt++) {
     try {
-      return await transactSessionStore(location.storePath, work, { lock: { acquireTimeoutMs: writeLock?.acquireTimeoutMs } });
+      return await transactSessionStore(location.storePath, work, storeWriteOptions(ctx));
     } catch (err) {
       if (!isSwitchboardError(err, 'SESSION_BUSY') || systemClock.now() >= deadline) throw err;
     }

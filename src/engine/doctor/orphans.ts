@@ -7,6 +7,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { archiveFile, fsyncFolder, isNotAnObject, readRemovedMemories, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
+import { storeWriteOptions } from '../context.js';
 import { asSwitchboardError, describeError, statOrNull } from './files.js';
 import type { DoctorChangeAction, DoctorProblem, RepairOutcome } from './report.js';
 import { recentIdsRecordedIn, withRecorded } from './recorded-ids.js';
@@ -183,7 +184,7 @@ async function registerOrphans(doc: StoreCheck, plans: OrphanPlan[]): Promise<Or
       // No enforce upkeep in this write (as for `sessions cleanup`): it would cap the adopted
       // entry away again at once, without archiving its file, and the repair would never
       // converge. The next ordinary write applies the cap and archives what it removes.
-      { lock: { acquireTimeoutMs: doc.ctx.config.session?.writeLock?.acquireTimeoutMs }, skipUpkeep: true },
+      storeWriteOptions(doc.ctx, { skipUpkeep: true }),
     );
   } catch (err) {
     const error = asSwitchboardError(err);
