@@ -137,7 +137,8 @@ export function rememberMessageId(entry: object, messageId: string, now: number)
     text = writeRecentIds(order.slice(memory.head));
     memory.deadChars = 0;
   }
-  while (memory.head < order.length && (Math.abs(now - order[memory.head]!.at) >= DUPLICATE_WINDOW_MS || order.length - memory.head + 1 > RECENT_IDS_CAP)) {
+  // Ids from "the future" (a clock stepped back) stay until the clock has passed them by the window.
+  while (memory.head < order.length && (now - order[memory.head]!.at >= DUPLICATE_WINDOW_MS || order.length - memory.head + 1 > RECENT_IDS_CAP)) {
     const gone = order[memory.head]!;
     // An id recorded again later keeps that (later) time.
     if (times.get(gone.id) === gone.at) times.delete(gone.id);

@@ -144,7 +144,9 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
   const memory = existing ?? ctx.removed;
   if (memory && message.messageId !== undefined) {
     const seenAt = messageIdSeenAt(memory, message.messageId);
-    if (typeof seenAt === 'number' && Math.abs(now - seenAt) < DUPLICATE_WINDOW_MS) {
+    // An id remembered "in the future" (the clock stepped back since) is a duplicate too: its record
+    // is on disk. Compared both ways, a step back of over 5 minutes let every resend be recorded again.
+    if (typeof seenAt === 'number' && now - seenAt < DUPLICATE_WINDOW_MS) {
       // For a removed entry: the instance that recorded it, which nothing else is known of.
       const entry = existing ?? { sessionId: memory.sessionId, updatedAt: seenAt };
       return { entry, created: false, duplicate: true, text: message.text, commandOnly: false, replyTo: planDelivery(existing, message, ctx).replyTo };

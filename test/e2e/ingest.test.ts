@@ -304,6 +304,21 @@ describe('session instances', () => {
     assert.equal(transcriptLines(state, 'main', entry.sessionFile).filter((l) => l.type === 'message').length, 2);
   });
 
+  test('after the clock steps back past the window, a resend is still a duplicate (its record is on disk)', async () => {
+    const state = tempDir();
+    const msg = line({ channel: 'x', text: 'once', messageId: 'm-back' });
+    let r = await ingest(state, msg, at('2026-11-30T10:00:00Z'));
+    assert.equal(jsonLines(r.stdout)[0].disposition, 'recorded');
+    // NTP steps the clock back 10 minutes: the id was remembered "in the future".
+    r = await ingest(state, msg, at('2026-11-30T09:50:00Z'));
+    assert.equal(jsonLines(r.stdout)[0].disposition, 'duplicate');
+    r = await ingest(state, line({ channel: 'x', text: 'other', messageId: 'm-other' }), at('2026-11-30T09:51:00Z'));
+    r = await ingest(state, msg, at('2026-11-30T09:52:00Z'));
+    assert.equal(jsonLines(r.stdout)[0].disposition, 'duplicate', 'still remembered after another message pruned the memory');
+    const entry = readStore(state, 'main')['agent:main:main'];
+    assert.equal(transcriptLines(state, 'main', entry.sessionFile).filter((l) => l.type === 'message' && l.message.messageId === 'm-back').length, 1);
+  });
+
   test('a store whose duplicate memory an earlier version wrote as [id, ms] pairs still knows its ids; the next change writes the string', async () => {
     const state = tempDir();
     const first = line({ channel: 'x', text: 'first', messageId: 'old-1' });
