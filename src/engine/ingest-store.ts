@@ -143,7 +143,9 @@ interface Round {
 
 function restoreKey(store: SessionStore, key: string, snapshot: Snapshot): void {
   if (snapshot.text === undefined) delete store[key];
-  else store[key] = asStoredEntry(JSON.parse(snapshot.text));
+  // An entry the plan left alone stays the object it was: one read back from its JSON text would
+  // have lost what JSON cannot say (a 1e999 in an unusable entry becomes null).
+  else if (!Object.hasOwn(store, key) || JSON.stringify(store[key]) !== snapshot.text) store[key] = asStoredEntry(JSON.parse(snapshot.text));
 }
 
 /**

@@ -3,6 +3,7 @@
 // that entry's problem, see NotAnObjectEntry), the serialiser, the
 // lock-free reader, and the STORE_CORRUPT / IO errors the whole store path reports.
 
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
 import { asStoredEntry, type SessionStore } from './session-entry.js';
@@ -107,8 +108,29 @@ export function parseSessionStore(bytes: Uint8Array, storePath: string): Session
 }
 
 /** The on-disk form: 2-space JSON with a final newline. */
-export function serializeSessionStore(store: SessionStore): string {
-  return `${JSON.stringify(store, null, 2)}\n`;
+/**
+ * The text of a store. `keepNonFinite`: the store may hold numbers JSON.parse read as ±Infinity
+ * (`1e999`, in an entry some other program wrote): JSON.stringify would write them as null, and an
+ * unusable entry is written back as it was — so they are written as ±1e999 (the same value once
+ * read). Only then is the slower replacer used (see mayHoldNonFinite).
+ */
+export function serializeSessionStore(store: SessionStore, keepNonFinite = false): string {
+  if (!keepNonFinite) return `${JSON.stringify(store, null, 2)}\n`;
+  const tag = `\u0000non-finite-${randomUUID()}`;
+  const text = JSON.stringify(store, (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? `${tag}${value > 0 ? '+' : '-'}` : value), 2);
+  return `${text.replaceAll(JSON.stringify(`${tag}+`), '1e999').replaceAll(JSON.stringify(`${tag}-`), '-1e999')}\n`;
+}
+
+/**
+ * A number literal JSON.parse reads as ±Infinity has an exponent of three digits or more, ending
+ * the token (so hex ids like `…5e123-…` do not match; a 309-digit literal without an exponent is
+ * not looked for). A false match only costs the slower replacer.
+ */
+const NON_FINITE_HINT = /[eE]\+?\d{3,}[\s,}\]]/;
+
+/** Whether a store text may hold numbers that parse as ±Infinity (a quick test of the text, for writers). */
+export function mayHoldNonFinite(text: string): boolean {
+  return NON_FINITE_HINT.test(text);
 }
 
 // ---------------------------------------------------------------------------------------------

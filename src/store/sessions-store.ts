@@ -12,7 +12,7 @@ import { withLock, type LockHandle } from './lock.js';
 import { DIR_MODE } from './paths.js';
 import type { SessionEntry, SessionStore } from './session-entry.js';
 import { keepRemovedMemories } from './removed-memory.js';
-import { decodeAndParse, ioError, reparseStoreText, serializeSessionStore, type ParsedStoreFile } from './sessions-store-read.js';
+import { decodeAndParse, ioError, mayHoldNonFinite, reparseStoreText, serializeSessionStore, type ParsedStoreFile } from './sessions-store-read.js';
 import { MAX_REPLACE_ATTEMPTS, isRetryableConflict, readPinned, replaceStoreFile } from './sessions-store-replace.js';
 import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
 
@@ -271,9 +271,10 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
       // First complete what a writer that died after its appends left in the journal, and commit
       // that on its own: this batch's journal will overwrite the old one.
       const recoveredStore = original === null ? {} : original.store;
+      const keepNonFinite = original !== null && mayHoldNonFinite(original.text);
       const recovery = await recoverJournal(storePath, recoveredStore);
       if (recovery !== null && recovery.recovered.length > 0) {
-        const recoveredText = serializeSessionStore(recoveredStore);
+        const recoveredText = serializeSessionStore(recoveredStore, keepNonFinite);
         await handle.verifyHeld();
         await replaceStoreFile(fs, storePath, recoveredText, original !== null, pin);
         stats.writes += 1;
@@ -308,7 +309,7 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
         else finished = outcomes;
       };
       try {
-        const nextText = serializeSessionStore(store);
+        const nextText = serializeSessionStore(store, keepNonFinite);
         const unchanged = original === null ? Object.keys(store).length === 0 : nextText === original.text;
         if (unchanged) {
           stats.unchangedBatches += 1;

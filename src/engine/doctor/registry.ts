@@ -136,7 +136,7 @@ export function restoreStore(doc: StoreCheck): Promise<RepairOutcome> {
     const store = fromBackup ?? rebuildFromHeaders(doc);
     const remembered = await rememberRecordedIds(doc, store);
     await handle.verifyHeld();
-    await replaceWholeFile(storePath, serializeSessionStore(store));
+    await replaceWholeFile(storePath, serializeSessionStore(store, true)); // rare: always keeps ±1e999 of a restored .bak
     doc.store = store;
     doc.storeRestored = true;
     changes.push({ action: fromBackup ? 'restored' : 'rebuilt', file: storePath });
