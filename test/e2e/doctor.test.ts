@@ -348,6 +348,24 @@ describe('doctor', () => {
     );
   });
 
+  test('a key that is not a session key (AGENT:MAIN:MAIN, __proto__, empty) gets no new transcript: repair converges', async () => {
+    const { state, config } = newState();
+    const dir = sessionsDir(state);
+    await ingest(state, config, '2026-11-30T10:00:00Z', [{ channel: 'telegram', peer: 'direct:a', text: 'hi' }]);
+    const file = path.join(dir, 'sessions.json');
+    const odd = ['AGENT:MAIN:MAIN', '__proto__', ''];
+    // Written as text: "__proto__" must be a key of the file, not an object's prototype.
+    const rows = odd.map((key, i) => `  ${JSON.stringify(key)}: ${JSON.stringify({ sessionId: `4444444${i}-4444-4444-8444-444444444444`, updatedAt: 1796000000000 })},`);
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(/^\{/, `{\n${rows.join('\n')}`));
+    const before = fs.readdirSync(dir).sort();
+    const first = await doctor(state, config, '--repair');
+    const missing = first.report.stores[0].problems.filter((p: any) => p.kind === 'missing-transcript');
+    assert.deepEqual(missing.map((p: any) => [p.sessionKey, p.repairable]).sort(), odd.map((key) => [key, false]).sort());
+    assert.deepEqual(fs.readdirSync(dir).sort(), before, 'no transcript was made for them');
+    const second = await doctor(state, config, '--repair');
+    assert.deepEqual(second.report.summary.byKind, first.report.summary.byKind, 'the second run finds what the first did, nothing new');
+  });
+
   test('what doctor cannot decide is reported and left alone (exit 65); a live lock is never a problem', async () => {
     const { state, config } = newState();
     const dir = sessionsDir(state);

@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { appendEntries, lockPathFor, lstatKind, parseArchiveName, readSessionStore, sessionEntryProblem, type SessionEntry } from '../../store/index.js';
+import { parseSessionKey } from '../../routing/index.js';
 import { statOrNull } from './files.js';
 import { separateShared, sharedGroups } from './shared.js';
 import type { DoctorProblemKind, RepairOutcome } from './report.js';
@@ -74,6 +75,10 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
     const deleted = (archives.get(name) ?? []).filter((a) => a.startsWith('deleted:')).map((a) => a.slice('deleted:'.length));
     const kind: DoctorProblemKind = stats === null ? 'missing-transcript' : 'empty-transcript';
     const what = stats === null ? `the transcript ${name} of ${key} does not exist` : `the transcript ${name} of ${key} is empty`;
+    // A header must name a well-formed key (transcript-header.schema.json): for a key that is not
+    // one (`AGENT:MAIN:MAIN`, a store-invalid finding of its own) a new transcript would be a new
+    // problem that no repair can fix.
+    const wellFormed = isWellFormedKey(key);
     const problem = doc.problem({
       kind,
       file,
@@ -81,10 +86,21 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
       message:
         deleted.length > 0
           ? `${what}; it was archived as ${deleted[0]} (an interrupted deletion): finish it with \`switchboard sessions delete ${key}\``
-          : `${what}: --repair starts it again with a header and a note that the history was lost`,
-      repairable: deleted.length === 0,
+          : wellFormed
+            ? `${what}: --repair starts it again with a header and a note that the history was lost`
+            : `${what}, and its key is not a session key (agent:<agentId>:<rest>): remove the entry with \`switchboard sessions delete '${key}'\` or fix the key by hand`,
+      repairable: deleted.length === 0 && wellFormed,
     });
-    if (doc.repair && deleted.length === 0) await doc.attempt([problem], () => recreateTranscript(doc, key, entry, file));
+    if (doc.repair && deleted.length === 0 && wellFormed) await doc.attempt([problem], () => recreateTranscript(doc, key, entry, file));
+  }
+}
+
+function isWellFormedKey(key: string): boolean {
+  try {
+    parseSessionKey(key);
+    return true;
+  } catch {
+    return false;
   }
 }
 
