@@ -3,7 +3,7 @@
 
 import path from 'node:path';
 import type { Command } from 'commander';
-import { SwitchboardError } from '../core/index.js';
+import { EXIT_CODES, SwitchboardError } from '../core/index.js';
 import { runDoctor, type DoctorProblem, type DoctorReport, type StoreSelection } from '../engine/index.js';
 import { checkConfigSettings } from './config.js';
 import type { CliContext } from './context.js';
@@ -74,7 +74,11 @@ async function runDoctorCommand(ctx: CliContext): Promise<number> {
   if (!report.ok && !report.repair && report.summary.repairable > 0) {
     ctx.note(`hint: \`switchboard doctor --repair\` can fix ${report.summary.repairable} of ${report.summary.problems} problem(s), keeping the original bytes`);
   }
-  return report.ok ? 0 : PROBLEMS_EXIT_CODE;
+  if (report.ok) return 0;
+  // A file doctor could not read or repair for want of permission or space is an I/O failure
+  // (74, as every other command reports it), not a damaged store: it wins over the findings.
+  const ioFailure = report.stores.some((store) => store.problems.some((problem) => problem.error?.code === 'IO'));
+  return ioFailure ? EXIT_CODES.IO : PROBLEMS_EXIT_CODE;
 }
 
 function renderProblem(problem: DoctorProblem, dir: string, paint: Painter): string[] {

@@ -40,7 +40,7 @@ import type { StoreLocation } from '../../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from '../context.js';
 import { selectStores, type StoreSelection } from '../session-list.js';
 import { checkEntries } from './entries.js';
-import { describeError, listFolder, statOrNull } from './files.js';
+import { asSwitchboardError, describeError, listFolder, statOrNull } from './files.js';
 import { checkJournal } from './journal.js';
 import { checkRemovedMemory } from './removed-memory.js';
 import { checkNonRegular } from './links.js';
@@ -175,7 +175,8 @@ async function step<T>(doc: StoreCheck, what: string, run: () => Promise<T>): Pr
   try {
     return await run();
   } catch (err) {
-    doc.problem({ kind: 'check-failed', file: doc.location.sessionsDir, message: `could not ${what}: ${describeError(err)}`, repairable: false });
+    const error = asSwitchboardError(err);
+    doc.problem({ kind: 'check-failed', file: doc.location.sessionsDir, message: `could not ${what}: ${describeError(err)}`, repairable: false, error: { code: error.code, message: error.message } });
     return undefined;
   }
 }

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { FILE_MODE, TRANSCRIPT_SUFFIX, fsyncFolder, lockPathFor } from '../../store/index.js';
-import { describeError, keepOriginal } from './files.js';
+import { asSwitchboardError, describeError, keepOriginal } from './files.js';
 import type { DoctorProblem, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
 import { ChunkedWriter, scanTranscript, type TranscriptScan } from './transcript-scan.js';
@@ -20,7 +20,8 @@ export async function scanTranscripts(doc: StoreCheck): Promise<void> {
       const scan = await scanTranscript(file);
       if (scan !== null) doc.scans.set(name, scan);
     } catch (err) {
-      doc.problem({ kind: 'check-failed', file, message: `could not read: ${describeError(err)}`, repairable: false });
+      const error = asSwitchboardError(err);
+      doc.problem({ kind: 'check-failed', file, message: `could not read: ${describeError(err)}`, repairable: false, error: { code: error.code, message: error.message } });
     }
   }
   doc.report.transcripts = doc.scans.size;
