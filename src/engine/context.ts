@@ -99,7 +99,6 @@ export function transcriptNameFor(location: StoreLocation, sessionId: string, th
   return name;
 }
 
-/** Session write-lock settings from `session.writeLock`. */
 /**
  * The options of every engine write of a store: the store lock waits as long as configured
  * (`session.writeLock.acquireTimeoutMs`). Before, `sessions reset`, `delete`, `pin` and the queue
@@ -109,6 +108,7 @@ export function storeWriteOptions(ctx: EngineContext, extra: Omit<UpdateSessionS
   return { ...extra, lock: { acquireTimeoutMs: ctx.config.session?.writeLock?.acquireTimeoutMs } };
 }
 
+/** Session write-lock settings from `session.writeLock`. */
 export function sessionLockOptions(ctx: EngineContext, owner?: { sessionKey?: string; runId?: string }): LockOptions {
   const writeLock = ctx.config.session?.writeLock ?? {};
   return {
