@@ -21,7 +21,7 @@ export interface InboundMessage {
   sessionId?: string;
   cronJobId?: string;
   sessionKey?: string;
-  queue?: { mode?: string; debounceMs?: number };
+  queue?: { mode?: string; debounceMs?: number; cap?: number; drop?: string };
   incognito: boolean;
   /** Listing labels of the conversation (a group's name, subject, space): the entry keeps the latest. */
   group?: ConversationLabels;
@@ -127,6 +127,14 @@ export function parseInboundMessage(raw: unknown): InboundMessage {
       if (typeof q.debounceMs !== 'number' || !Number.isFinite(q.debounceMs) || q.debounceMs < 0) fail('queue.debounceMs', 'must be a number ≥ 0');
       queue.debounceMs = q.debounceMs;
     }
+    // The message is the top layer for every queue setting (docs/decisions.md, Queue settings); a
+    // drop policy that does not normalise falls through to the next layer, as a mode does.
+    if (q.cap !== undefined && q.cap !== null) {
+      if (typeof q.cap !== 'number' || !Number.isSafeInteger(q.cap) || q.cap < 1) fail('queue.cap', 'must be a whole number ≥ 1');
+      queue.cap = q.cap;
+    }
+    const drop = optionalString(q, 'drop', 'queue.drop');
+    if (drop !== undefined) queue.drop = drop;
   }
 
   if (obj.incognito !== undefined && obj.incognito !== null && typeof obj.incognito !== 'boolean') {

@@ -151,6 +151,19 @@ describe('followup', () => {
   });
 });
 
+describe('a message\'s own queue settings', () => {
+  test('cap and drop in the message field apply to that message (they were accepted and ignored); a bad cap is BAD_MESSAGE', async () => {
+    const env = queueEnv(slowEcho({ toolCalls: 1 }, { mode: 'followup' }));
+    const r = await ingestAll(env, [alice('a'), alice('b'), alice('c'), alice('d', { queue: { cap: 1, drop: 'new' } }), alice('e', { queue: { cap: 0 } })]);
+    assert.equal(r.code, 65, r.stderr);
+    const results = eventsOf(r.events, 'result');
+    assert.deepEqual(results.map((e) => e.disposition), ['started', 'queued', 'queued', 'dropped']);
+    assert.deepEqual(eventsOf(r.events, 'dropped').map((e) => [e.runId, e.reason]), [[results[3].runId, 'cap']]);
+    const errors = eventsOf(r.events, 'error');
+    assert.deepEqual(errors.map((e) => [e.line, e.code, e.path]), [[5, 'BAD_MESSAGE', 'queue.cap']]);
+  });
+});
+
 describe('collect', () => {
   test('held messages run as ONE turn with the queue.md prompt; mixed senders carry no single sender', async () => {
     const env = queueEnv(slowEcho({ toolCalls: 1 }, { mode: 'collect' }));
