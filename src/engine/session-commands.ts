@@ -25,8 +25,14 @@ export function commandReplyRecords(text: string, now: number, runId: string, de
   return records;
 }
 
+/**
+ * Whether a user message may hold a session command or a `/queue` directive (which may also stand
+ * mid-text: "hello /queue collect world"). A cheap test, so that the record-only path parses
+ * only what might be one; a false yes costs only the full admission.
+ */
 export function mayBeCommand(item: Addressed): boolean {
-  return item.message.kind === 'user' && item.message.text !== undefined && item.message.text.trimStart().startsWith('/');
+  const text = item.message.text;
+  return item.message.kind === 'user' && text !== undefined && text.includes('/');
 }
 
 /** A session command (`/stop`, `/send …`, a `/queue` directive alone or an invalid one): applied now, answered with a reply. */

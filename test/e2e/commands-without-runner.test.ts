@@ -10,12 +10,12 @@ const line = (text: string): string => JSON.stringify({ channel: 'telegram', pee
 
 test('without a runner, /queue, /send and /stop are commands: stored, answered, shown by route explain', async () => {
   const stateDir = tempDir();
-  const input = [line('hello'), line('/queue collect debounce:2s'), line('/send off'), line('/stop'), line('/queue followup and some text')].join('\n');
+  const input = [line('hello'), line('/queue collect debounce:2s'), line('/send off'), line('/stop'), line('/queue followup and some text'), line('mid /queue steer text'), line('see https://x.example/a')].join('\n');
   const result = await runCli(['ingest', '--state-dir', stateDir], { input: `${input}\n` });
   assert.equal(result.code, 0, result.stderr);
   const events = jsonLines(result.stdout);
   const results = events.filter((e) => e.type === 'result');
-  assert.deepEqual(results.map((e) => e.disposition), ['recorded', 'command', 'command', 'command', 'recorded']);
+  assert.deepEqual(results.map((e) => e.disposition), ['recorded', 'command', 'command', 'command', 'recorded', 'recorded', 'recorded']);
   const replies = events.filter((e) => e.type === 'reply');
   assert.equal(replies.length, 3, JSON.stringify(events));
   assert.match(replies[0].text, /collect/);
@@ -32,8 +32,9 @@ test('without a runner, /queue, /send and /stop are commands: stored, answered, 
   const texts = jsonLines(transcript.stdout)
     .filter((r) => r.type === 'message' && r.message?.role === 'user')
     .map((r) => r.message.content[0].text);
-  // An inline directive is taken out of the text it came with, as with a runner.
-  assert.deepEqual(texts, ['hello', '/queue collect debounce:2s', '/send off', '/stop', 'and some text']);
+  // An inline directive is taken out of the text it came with, as with a runner — mid-text too
+  // (it was recorded as sent); a slash that is no directive leaves the text as it is.
+  assert.deepEqual(texts, ['hello', '/queue collect debounce:2s', '/send off', '/stop', 'and some text', 'mid text', 'see https://x.example/a']);
 
   const explain = await runCli(['route', 'explain', '--json', '--channel', 'telegram', '--peer', 'direct:alice', '--state-dir', stateDir]);
   assert.equal(explain.code, 0, explain.stderr);
