@@ -27,6 +27,9 @@ import { commitClaim, commitSteer, recordedRunIds, releaseSession, releaseUnstar
 import type { TurnSpec } from './turn-spec.js';
 import { TurnWriter } from './turn-writer.js';
 
+/** Runner events queued for recording before the reading of the runner waits for the writes. */
+const RECORD_BACKLOG = 256;
+
 export { updateStore };
 
 /** What the process-wide queue runtime offers a run. */
@@ -54,6 +57,8 @@ export class LocalRun {
   private leasing: Promise<void> | undefined;
   private leaseAgain = false;
   private chain: Promise<void> = Promise.resolve();
+  /** Records queued on `chain` since the reading last waited for it. */
+  private unwritten = 0;
   private writer: TurnWriter | undefined;
   private finished = false;
   /** Set when the turn was taken over from a dead run that had recorded it: the run_failed message. */
@@ -276,6 +281,12 @@ export class LocalRun {
         if (steered.length > 0) this.enqueue(() => this.recordSteer(steered, at));
       } else {
         this.enqueue(() => this.writer!.record(event, at));
+        // Records are written in order behind the reading; past a backlog the reading waits for
+        // them, so a runner flooding its output is slowed to the disk's pace (its pipes pause).
+        if (++this.unwritten >= RECORD_BACKLOG) {
+          await this.chain;
+          this.unwritten = 0;
+        }
       }
     }
     return end ?? (await handle.ended);

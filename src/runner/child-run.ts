@@ -10,6 +10,8 @@ import { clampDelay, type ResolvedRunOptions } from './options.js';
 
 /** After the runner exits, how long its pipes may stay open (held by an escaped grandchild). */
 const CLOSE_GRACE_MS = 1000;
+/** Runner events waiting unread before its pipes are paused (a 64 KiB chunk may still add a few hundred at once). */
+const EVENTS_HIGH_WATER = 512;
 
 /** Process groups of runners still alive: killed if switchboard itself exits first. */
 const liveGroups = new Set<number>();
@@ -50,7 +52,12 @@ interface StopCause {
 class ChildRun implements RunHandle {
   readonly runId: string;
   readonly pid: number | undefined;
-  private readonly events = new RunEvents();
+  /**
+   * The runner's pipes are read only as fast as its events are taken: a runner that floods its
+   * stdout waits in its own write (and its timeout still fires) instead of filling our memory —
+   * 3 MB of replies kept a 2 s run going for a minute, and an endless flood grew by 140 MB/s.
+   */
+  private readonly events = new RunEvents({ highWater: EVENTS_HIGH_WATER, onPressure: (full) => this.setReading(!full) });
   private readonly child: ChildProcess | undefined;
   private readonly keepStdin: boolean;
   private readonly stdoutLines: LineSplitter;
@@ -328,8 +335,18 @@ class ChildRun implements RunHandle {
     this.child?.stdin?.end();
   }
 
+  /** Pauses or resumes reading the runner's pipes (after its exit they are always read: what is left in them is bounded by the pipe). */
+  private setReading(on: boolean): void {
+    for (const stream of [this.child?.stdout, this.child?.stderr]) {
+      if (stream === null || stream === undefined) continue;
+      if (on || this.exited) stream.resume();
+      else stream.pause();
+    }
+  }
+
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     this.exited = true;
+    this.setReading(true);
     this.exitCode = code;
     this.exitSignal = signal;
     this.stdinOpen = false;

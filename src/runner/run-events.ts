@@ -4,8 +4,18 @@
 import { SwitchboardError } from '../core/index.js';
 import type { RunEndEvent, RunEvent } from './types.js';
 
+/**
+ * Back-pressure for a producer that can pause (a child's pipes): told `true` once `highWater`
+ * events wait unread, `false` once the reader has taken them down to half of that.
+ */
+export interface RunEventsPressure {
+  highWater: number;
+  onPressure: (full: boolean) => void;
+}
+
 export class RunEvents implements AsyncIterable<RunEvent> {
   readonly ended: Promise<RunEndEvent>;
+  private full = false;
   private readonly buffer: RunEvent[] = [];
   private head = 0;
   private waiting: ((result: IteratorResult<RunEvent>) => void) | undefined;
@@ -15,7 +25,7 @@ export class RunEvents implements AsyncIterable<RunEvent> {
   private resolveEnded!: (end: RunEndEvent) => void;
   private endEvent: RunEndEvent | undefined;
 
-  constructor() {
+  constructor(private readonly pressure?: RunEventsPressure) {
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
     });
@@ -51,6 +61,7 @@ export class RunEvents implements AsyncIterable<RunEvent> {
         this.detached = true;
         this.buffer.length = 0;
         this.head = 0;
+        this.relieve();
         return { done: true, value: undefined };
       },
     };
@@ -65,6 +76,16 @@ export class RunEvents implements AsyncIterable<RunEvent> {
       return;
     }
     this.buffer.push(event);
+    if (!this.full && this.pressure !== undefined && this.buffer.length - this.head >= this.pressure.highWater) {
+      this.full = true;
+      this.pressure.onPressure(true);
+    }
+  }
+
+  private relieve(): void {
+    if (!this.full) return;
+    this.full = false;
+    this.pressure?.onPressure(false);
   }
 
   private next(): Promise<IteratorResult<RunEvent>> {
@@ -74,6 +95,7 @@ export class RunEvents implements AsyncIterable<RunEvent> {
         this.buffer.length = 0;
         this.head = 0;
       }
+      if (this.full && this.buffer.length - this.head <= this.pressure!.highWater / 2) this.relieve();
       return Promise.resolve({ done: false, value });
     }
     if (this.closed || this.detached) return Promise.resolve({ done: true, value: undefined });
