@@ -1,6 +1,7 @@
 // Runs an external runner program for one run: spawns it in its own process group, speaks the
 // JSON-lines protocol, enforces timeout/abort/line caps, and always reaps it and its children.
 
+import fs from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { LineSplitter, MAX_TIMER_MS, describeLineError, type NdjsonLine } from '../core/index.js';
 import { abortLine, parseRunnerLine, runLine, steerLine, type RunnerLineEvent } from './protocol.js';
@@ -22,8 +23,34 @@ function trackGroup(pid: number): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const group of liveGroups) killGroup(group, 'SIGKILL');
+    for (const group of liveGroups) killSession(group);
   });
+}
+
+/**
+ * Kills the runner's process group and every other process of its session (the runner leads
+ * both: it is spawned detached). A job the runner put in a group of its own (`set -m`, setpgid)
+ * is still in its session — only a process that made a session of its own (setsid, a daemon)
+ * leaves. Sessions are read from /proc; elsewhere the group alone is killed.
+ */
+function killSession(sid: number): void {
+  killGroup(sid, 'SIGKILL');
+  let pids: string[];
+  try {
+    pids = fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // pid (comm) state ppid pgrp session …: comm may hold spaces and parentheses.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[3]) === sid) process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
 }
 
 function killGroup(pid: number, signal: NodeJS.Signals): boolean {
@@ -356,7 +383,7 @@ class ChildRun implements RunHandle {
     // Whatever the runner started and left behind dies with it ("never leave a process behind").
     // Done right here, while its process group id cannot yet have been reused.
     if (this.pid !== undefined) {
-      killGroup(this.pid, 'SIGKILL');
+      killSession(this.pid);
       liveGroups.delete(this.pid);
     }
     // Normally 'close' follows at once; a process that escaped the group may hold the pipes.
