@@ -41,7 +41,19 @@ export function formatBytes(bytes: number | null | undefined): string {
 }
 
 /** A left-aligned text table, columns lined up by display width; the last column is not padded. */
-export async function table(headers: string[], rows: string[][]): Promise<string> {
+/** Control characters and bidirectional overrides, which a terminal would act on rather than show. */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text from the store or a runner (a model name, a peer id) as it may be shown on a terminal: an
+ * escape sequence, BEL or an RTL override in it is written as `\u{…}`, never sent to the terminal.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
+}
+
+export async function table(headers: string[], rawRows: string[][]): Promise<string> {
+  const rows = rawRows.map((row) => row.map(printable));
   const width = await displayWidthFor([...headers, ...rows.flat()]);
   const widths = headers.map((h, i) => rows.reduce((widest, r) => Math.max(widest, width(r[i] ?? '')), width(h)));
   const line = (cells: string[]) =>

@@ -21,7 +21,7 @@ import { followTranscript, messageContentText, pause, readTranscript, type Trans
 import { dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
 import { displayTimeZone, formatInstant } from '../policy/index.js';
-import { beforeResetText, formatBytes, formatTime as formatTimeIn, table } from './format.js';
+import { beforeResetText, formatBytes, formatTime as formatTimeIn, printable, table } from './format.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 import { formatTokens, positiveInt, selectionOf } from './sessions.js';
 
@@ -89,7 +89,7 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
     ['lock', lock ? (lock.owner ? `held by pid ${lock.owner.pid} since ${formatTime(lock.owner.acquiredAt)}` : 'present (no owner record)') : 'free'],
     ['transcript', transcript ? `${details.transcriptPath} (${formatBytes(transcript.bytes)}, ${transcript.records} records${transcript.skipped ? `, ${transcript.skipped} damaged lines` : ''})` : `${details.transcriptPath} (missing)`],
   ];
-  ctx.streams.stdout.write(rows.map(([k, v]) => `${k.padEnd(18)}${v}\n`).join(''));
+  ctx.streams.stdout.write(rows.map(([k, v]) => `${k.padEnd(18)}${printable(v)}\n`).join(''));
   return 0;
 }
 

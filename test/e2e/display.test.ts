@@ -48,6 +48,22 @@ describe('display', () => {
     }
   });
 
+  test('control characters and bidi overrides from the store (a runner-given model name) are shown escaped, never sent to the terminal', async () => {
+    const state = tempDir();
+    const sent = await runCli(['send', 'hi', '--channel', 'telegram', '--peer', 'direct:1', '--state-dir', state]);
+    assert.equal(sent.code, 0, sent.stderr);
+    const file = path.join(state, 'agents', 'main', 'sessions', 'sessions.json');
+    const store = JSON.parse(fs.readFileSync(file, 'utf8'));
+    store['agent:main:main'].model = 'gpt\u202e\u001b[31mred\u0007';
+    fs.writeFileSync(file, JSON.stringify(store, null, 2));
+    for (const args of [['sessions'], ['sessions', 'show', 'agent:main:main']]) {
+      const r = await runCli([...args, '--state-dir', state]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.doesNotMatch(r.stdout, /[\u0000-\u0009\u000b-\u001f\u202e]/, `${args.join(' ')}: no raw control character`);
+      assert.match(r.stdout, /gpt\\u\{202e\}\\u\{1b\}\[31mred\\u\{7\}/, args.join(' '));
+    }
+  });
+
   test('times: agents.defaults.userTimezone, else session.reset.timezone, else UTC; an unknown zone is a config error (78)', async () => {
     const cases: [string, RegExp, RegExp][] = [
       ['{ session: { dmScope: "per-peer" }, agents: { defaults: { userTimezone: "Asia/Tokyo" } } }', /^started +2026-11-30T16:00:00\.000\+09:00$/m, /^2026-11-30 16:00:00\+09:00 {2}user via telegram: hi bob$/m],
