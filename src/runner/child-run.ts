@@ -2,6 +2,7 @@
 // JSON-lines protocol, enforces timeout/abort/line caps, and always reaps it and its children.
 
 import fs from 'node:fs';
+import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { LineSplitter, MAX_TIMER_MS, describeLineError, type NdjsonLine } from '../core/index.js';
 import { abortLine, parseRunnerLine, runLine, steerLine, type RunnerLineEvent } from './protocol.js';
@@ -430,6 +431,10 @@ class ChildRun implements RunHandle {
   private describeSpawnError(err: unknown): RunError {
     const code = (err as NodeJS.ErrnoException | undefined)?.code;
     const command = this.argv[0];
+    // ENOENT for a file that is there: the kernel could not find its `#!` interpreter.
+    if (code === 'ENOENT' && command.includes('/') && fs.existsSync(path.resolve(this.options.cwd ?? '.', command))) {
+      return { reason: 'spawn', message: `the interpreter named by the #! line of runner "${command}" was not found`, hint: 'fix its first line, or run it through an interpreter that exists, e.g. ["node", "agent.js"]' };
+    }
     if (code === 'ENOENT') {
       return {
         reason: 'spawn',

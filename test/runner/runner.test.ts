@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { isSwitchboardError } from '../../src/core/index.js';
@@ -369,6 +370,19 @@ describe('external runners', () => {
     assert.equal(end.error?.reason, 'spawn');
     assert.ok(end.error?.message.includes('switchboard-no-such-runner-xyz'), 'the message names the command');
     assert.equal(end.exitCode, null);
+  });
+
+  test('an executable whose #! interpreter does not exist is named as such, not as a missing command', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-shebang-'));
+    const script = path.join(dir, 'agent.sh');
+    fs.writeFileSync(script, '#!/no/such/interpreter\necho hi\n', { mode: 0o755 });
+    try {
+      const { end } = await collect(startRun(spec([script]), init()));
+      assert.equal(end.error?.reason, 'spawn');
+      assert.match(end.error?.message ?? '', /interpreter named by the #! line/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a file that is not executable fails with reason spawn', async () => {
