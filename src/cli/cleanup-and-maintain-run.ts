@@ -159,7 +159,7 @@ export async function runMaintainCommand(ctx: CliContext): Promise<number> {
   // A bad setting fails its stage only (cron keeps the rest); it is named at its place in the file.
   for (const error of result.report.errors) {
     if (error.code !== 'CONFIG_INVALID') continue;
-    const located = await ctx.locateConfigError(new SwitchboardError('CONFIG_INVALID', error.message, { details: { path: error.message.split(':')[0] } }));
+    const located = await ctx.locateConfigError(new SwitchboardError('CONFIG_INVALID', error.message));
     error.message = (located as SwitchboardError).message;
   }
   if (ctx.json) writeJsonLine(ctx.streams.stdout, result.report);

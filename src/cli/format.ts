@@ -40,7 +40,6 @@ export function formatBytes(bytes: number | null | undefined): string {
   return `${(bytes / 1024 / 1024).toFixed(1)}mb`;
 }
 
-/** A left-aligned text table, columns lined up by display width; the last column is not padded. */
 /** Control characters and bidirectional overrides, which a terminal would act on rather than show. */
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
@@ -52,6 +51,7 @@ export function printable(text: string): string {
   return text.replace(UNPRINTABLE, (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
 }
 
+/** A left-aligned text table, columns lined up by display width; the last column is not padded. */
 export async function table(headers: string[], rawRows: string[][]): Promise<string> {
   const rows = rawRows.map((row) => row.map(printable));
   const width = await displayWidthFor([...headers, ...rows.flat()]);

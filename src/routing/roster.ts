@@ -29,7 +29,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export function listRoster(config: SwitchboardConfig): Roster {
   const list = Array.isArray(config.agents?.list) ? config.agents!.list : [];
   const agents = list.map((agent, configIndex) => ({ id: normalizeAgentId(agent?.id), configIndex, isDefault: agent?.default === true }));
-  const marked = agents.find((agent) => agent.isDefault);
+  const markedAll = agents.filter((agent) => agent.isDefault);
+  const marked = markedAll[0];
   const warnings: string[] = list.flatMap((agent, index) => renamedWarning(agent?.id, agents[index]!.id, `agents.list[${index}].id`));
   const seen = new Map<string, number>();
   agents.forEach((agent, index) => {
@@ -37,8 +38,7 @@ export function listRoster(config: SwitchboardConfig): Roster {
     if (first === undefined) seen.set(agent.id, index);
     else warnings.push(`agents.list[${first}] and agents.list[${index}] are both agent "${agent.id}" (ids are compared lower-cased and cleaned): they are one agent`);
   });
-  const markedAll = agents.filter((agent) => agent.isDefault);
-  if (markedAll.length > 1) warnings.push(`several agents are marked default: true (${markedAll.map((a) => a.id).join(', ')}): "${markedAll[0]!.id}" (the first) is used`);
+  if (markedAll.length > 1) warnings.push(`several agents are marked default: true (${markedAll.map((a) => a.id).join(', ')}): "${marked!.id}" (the first) is used`);
   if (agents.length > 1 && !marked) {
     warnings.push(`several agents (${agents.map((a) => a.id).join(', ')}) and none marked default: "${agents[0].id}" (the first) is used`);
   }
