@@ -1,9 +1,10 @@
 // The stored form of a session's duplicate memory (`recentMessageIds` of its entry): which
-// messageIds were recorded lately, and when. One string, one line per id, oldest first:
+// messages were recorded lately, and when. One string, one line per message, oldest first:
 //
-//   "<epoch ms> <messageId>\n<epoch ms> <messageId>…"
+//   "<epoch ms> <key>\n<epoch ms> <key>…"
 //
-// with `\` and a newline inside an id written `\\` and `\n`. A string rather than `[id, ms]`
+// where the key names the message's route and messageId (duplicateKey), with `\` and a newline
+// inside a key written `\\` and `\n`. A string rather than `[id, ms]`
 // pairs because the entry is serialised, hashed, copied and journalled on every store write:
 // for a busy session a thousand pairs were most of that work, while the same ids in one string
 // are one value to copy. Entries written by earlier versions hold the pairs; they are read the
@@ -13,7 +14,7 @@
 
 import { sha256Base64url } from './digest.js';
 
-/** A messageId seen on the same session within this window makes a later copy a duplicate. */
+/** A message seen on the same session and route within this window makes a later copy a duplicate. */
 export const DUPLICATE_WINDOW_MS = 5 * 60_000;
 
 /**
@@ -31,17 +32,50 @@ export interface RecentId {
 
 const NEEDS_ESCAPE = /[\\\n]/;
 
-/** Longer messageIds are remembered by digest (see recentIdKey). */
+/** Longer keys are remembered by digest (see duplicateKey). */
 export const RECENT_ID_MAX_CHARS = 128;
 const DIGEST_PREFIX = 'sha256:';
 
+/** Where a message came from, as far as its duplicate identity goes (queue.md: "same messageId and route"). */
+export interface DuplicateRoute {
+  channel: string;
+  accountId: string;
+  peer?: { kind: string; id: string };
+  threadId?: string;
+}
+
+const ROUTE_SEPARATORS = /[ \n]/;
+
 /**
- * What the memory holds for a messageId: the id itself, or for a long one (or one that looks
- * like a digest) `sha256:<base64url>` of it. A sender may send ids of any length, and a session
- * remembers up to 50 000 of them in an entry that every store write serialises: without the bound,
- * one client's megabyte-long ids would grow the store until no write of it fits in a string.
+ * What the duplicate memory holds for a message: its route and messageId, so the same id from
+ * another chat is a message of its own (two people's DMs reaching one `dmScope: main` session
+ * number their messages independently). As OpenClaw keys it: channel, account, peer, thread, id.
+ *
+ *   "<channel> <accountId> <peerKind>:<peerId> <threadId> <messageId>"
+ *
+ * readable in sessions.json, with nothing a JSON writer has to escape in the common case. A route
+ * part holding a space or newline would make that ambiguous, so such a key is a digest of the
+ * parts instead, as is a key over RECENT_ID_MAX_CHARS (a sender may send ids of any length, and
+ * a session remembers up to 50 000 of them in an entry every store write serialises) or one that
+ * looks like a digest. The digest inputs never collide: a route digest's starts with a newline,
+ * which a plain key's channel never holds.
  */
-export function recentIdKey(messageId: string): string {
+export function duplicateKey(route: DuplicateRoute, messageId: string): string {
+  const peer = route.peer === undefined ? '' : `${route.peer.kind}:${route.peer.id}`;
+  const thread = route.threadId ?? '';
+  if (route.channel === '' || ROUTE_SEPARATORS.test(route.channel) || ROUTE_SEPARATORS.test(route.accountId) || ROUTE_SEPARATORS.test(peer) || ROUTE_SEPARATORS.test(thread)) {
+    return `${DIGEST_PREFIX}${sha256Base64url(`\n${JSON.stringify([route.channel, route.accountId, peer, thread, messageId])}`)}`;
+  }
+  const key = `${route.channel} ${route.accountId} ${peer} ${thread} ${messageId}`;
+  return key.length <= RECENT_ID_MAX_CHARS && !key.startsWith(DIGEST_PREFIX) ? key : `${DIGEST_PREFIX}${sha256Base64url(key)}`;
+}
+
+/**
+ * The key an earlier version remembered a messageId by: the id alone (by digest when long). Still
+ * read from the `[id, ms]` pairs and old journals, where it names that version's memory lines; a
+ * message arriving now never matches one (its key names its route), and they leave the window.
+ */
+export function legacyIdKey(messageId: string): string {
   if (messageId.length <= RECENT_ID_MAX_CHARS && !messageId.startsWith(DIGEST_PREFIX)) return messageId;
   return `${DIGEST_PREFIX}${sha256Base64url(messageId)}`;
 }
@@ -71,7 +105,7 @@ export function readRecentIds(value: unknown): RecentId[] {
   } else if (Array.isArray(value)) {
     // The form before the string: [messageId, epoch ms] pairs.
     for (const pair of value) {
-      if (Array.isArray(pair) && typeof pair[0] === 'string' && pair[0] !== '' && typeof pair[1] === 'number' && Number.isFinite(pair[1])) ids.push({ id: recentIdKey(pair[0]), at: pair[1] });
+      if (Array.isArray(pair) && typeof pair[0] === 'string' && pair[0] !== '' && typeof pair[1] === 'number' && Number.isFinite(pair[1])) ids.push({ id: legacyIdKey(pair[0]), at: pair[1] });
     }
   }
   return ids;
@@ -84,9 +118,9 @@ export function writeRecentIds(ids: readonly RecentId[]): string {
   return text;
 }
 
-/** The stored value without the messageIds in `gone` (journal recovery: records that never reached the disk). */
+/** The stored value without the keys in `gone` (journal recovery: records that never reached the disk). */
 export function withoutRecentIds(value: unknown, gone: Iterable<string>): string {
-  const keys = new Set([...gone].map(recentIdKey));
+  const keys = new Set(gone);
   return writeRecentIds(readRecentIds(value).filter(({ id }) => !keys.has(id)));
 }
 

@@ -4,7 +4,7 @@
 import { newUuid } from '../core/index.js';
 import type { PlanContext, PlanMessage } from '../policy/index.js';
 import { lookupIdentityLink } from '../routing/index.js';
-import type { NewTranscriptEntry, RemovedMemory, StoreLocation } from '../store/index.js';
+import { addRecordRoute, type NewTranscriptEntry, type RemovedMemory, type StoreLocation } from '../store/index.js';
 import type { Addressed } from './admission-types.js';
 import { transcriptNameFor, type EngineContext } from './context.js';
 import type { InboundMessage } from './message.js';
@@ -34,6 +34,7 @@ export function messageRecord(item: Addressed, text: string | undefined, now: nu
   const record: Record<string, unknown> = custom
     ? { text: text ?? null, timestamp: message.timestamp ?? now, channel: message.route.channel, runId: item.runId }
     : { role: 'user', content: [{ type: 'text', text: text ?? '' }], timestamp: message.timestamp ?? now, channel: message.route.channel, runId: item.runId };
+  addRecordRoute(record, message.route);
   if (message.messageId !== undefined) record.messageId = message.messageId;
   if (message.sender) record.sender = message.sender;
   if (message.route.threadId) record.threadId = message.route.threadId;

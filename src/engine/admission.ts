@@ -4,11 +4,12 @@
 // Its shapes are in admission-types.ts, the session commands themselves in session-commands.ts.
 
 import { randomUUID } from 'node:crypto';
+import { duplicateKey } from '../core/index.js';
 import {
   carriedOf,
   enqueueItem,
   evaluateSendPolicy,
-  forgetMessageId,
+  forgetDuplicateKey,
   parseControlCommand,
   parseQueueDirective,
   planAdmission,
@@ -23,7 +24,7 @@ import {
   type QueueDirective,
   type QueueItem,
 } from '../policy/index.js';
-import type { SessionEntry, SessionStore } from '../store/index.js';
+import { addRecordRoute, type SessionEntry, type SessionStore } from '../store/index.js';
 import { planContextFor, planMessageOf, requesterOf, messageRecord } from './addressed.js';
 import type { Addressed, AdmitEnv, Outcome } from './admission-types.js';
 import { beforeResetFor } from './before-reset.js';
@@ -270,7 +271,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     // Not taken, so a retry of the same message must not count as a duplicate.
     const { messageId } = item.message;
     if (messageId === undefined || entry.recentMessageIds === undefined) return;
-    forgetMessageId(entry, messageId);
+    forgetDuplicateKey(entry, duplicateKey(item.message.route, messageId));
     if (entry.recentMessageIds === '' && working?.recentMessageIds === undefined) delete entry.recentMessageIds;
   };
 
@@ -331,6 +332,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
         debounceMs: settings.debounceMs,
         maxWaitMs: settings.debounceMaxWaitMs,
       };
+      addRecordRoute(queued, message.route);
       if (message.messageId !== undefined) queued.messageId = message.messageId;
       if (message.sender) queued.sender = message.sender;
       if (message.route.threadId) queued.threadId = message.route.threadId;

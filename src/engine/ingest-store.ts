@@ -3,13 +3,14 @@
 // whose records are down (docs/write-path.md). Used by ingestBatch in ingest.ts.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SwitchboardError, inPool, isSwitchboardError, newUuid, systemClock } from '../core/index.js';
-import { forgetMessageId } from '../policy/index.js';
+import { SwitchboardError, duplicateKey, inPool, isSwitchboardError, newUuid, systemClock } from '../core/index.js';
+import { forgetDuplicateKey } from '../policy/index.js';
 import {
   archiveFile,
   asStoredEntry,
   checkNotShared,
   checkSessionEntry,
+  duplicateKeyOfRecord,
   entryTextHash,
   findInstanceTranscript,
   readRemovedMemories,
@@ -215,10 +216,8 @@ function journalOf(store: SessionStore, works: SessionWork[], snapshots: Map<str
     }
     const file = session.files.push(work.file.slice(work.file.lastIndexOf('/') + 1)) - 1;
     for (const entry of work.entries) {
-      const message = entry.message as { messageId?: unknown } | undefined;
-      const data = entry.data as { messageId?: unknown } | undefined;
-      const messageId = message?.messageId ?? data?.messageId;
-      session.records.push(typeof messageId === 'string' ? [entry.id!, file, messageId] : [entry.id!, file]);
+      const key = duplicateKeyOfRecord(entry);
+      session.records.push(key === undefined ? [entry.id!, file] : [entry.id!, file, key]);
     }
   }
   return [...byKey.values()];
@@ -287,7 +286,7 @@ async function commitRound(
       }
     }
   }
-  /** Per session taken back in part: the messageIds whose records are not down, and why. */
+  /** Per session taken back in part: the duplicate keys of messages whose records are not down, and why. */
   const unrecorded = new Map<string, Map<string, unknown>>();
   for (const [key, keyWorks] of worksByKey) {
     const bad = keyWorks.filter((work) => troubles.has(work));
@@ -309,8 +308,9 @@ async function commitRound(
         lostItems.add(item);
         failed.set(item, troubles.get(work));
         if (item.message.messageId !== undefined) {
-          forgetMessageId(entry, item.message.messageId);
-          lost.set(item.message.messageId, troubles.get(work));
+          const key = duplicateKey(item.message.route, item.message.messageId);
+          forgetDuplicateKey(entry, key);
+          lost.set(key, troubles.get(work));
         }
         if (entry.activeRun?.runId === item.runId) delete entry.activeRun;
       }
@@ -321,7 +321,7 @@ async function commitRound(
   for (const [work, err] of troubles) if (takenBack.has(work.sessionKey) && !troubleOfKey.has(work.sessionKey)) troubleOfKey.set(work.sessionKey, err);
   for (const item of planned) {
     if (lostItems.has(item)) continue;
-    const duplicateOfLost = item.message.messageId === undefined ? undefined : unrecorded.get(item.sessionKey)?.get(item.message.messageId);
+    const duplicateOfLost = item.message.messageId === undefined ? undefined : unrecorded.get(item.sessionKey)?.get(duplicateKey(item.message.route, item.message.messageId));
     if (duplicateOfLost !== undefined) {
       failed.set(item, duplicateOfLost);
       continue;

@@ -17,7 +17,7 @@ import {
   type QueueOwnerRecord,
 } from '../policy/index.js';
 import { resolveRunnerSpec, type RunMessage, type RunnerSpec } from '../runner/index.js';
-import { lockPathFor, readLockOwner, type NewTranscriptEntry, type SessionEntry, type StoreLocation } from '../store/index.js';
+import { addRecordRoute, lockPathFor, readLockOwner, type NewTranscriptEntry, type SessionEntry, type StoreLocation } from '../store/index.js';
 import { transcriptPathIn, type EngineContext } from './context.js';
 
 /** A session entry with the queue's fields typed. */
@@ -311,6 +311,7 @@ export function anyRunner(ctx: EngineContext, agentIds: readonly string[]): bool
 
 function inboundMeta(item: QueueItem): Record<string, unknown> {
   const meta: Record<string, unknown> = { channel: item.channel, runId: item.runId };
+  addRecordRoute(meta, item);
   if (item.messageId !== undefined) meta.messageId = item.messageId;
   if (item.sender) meta.sender = item.sender;
   if (item.threadId) meta.threadId = item.threadId;

@@ -1,10 +1,11 @@
-// A session's duplicate memory: the messageIds recorded on it in the last five minutes. Stored in
+// A session's duplicate memory: the messages (by route and messageId, core duplicateKey) recorded
+// on it in the last five minutes. Stored in
 // the entry's `recentMessageIds` as one string (core/recent-ids.ts); read here through a parsed
 // copy kept next to the entry object, so that checking and remembering an id costs O(1) however
 // many ids the session holds — the string itself only grows at its end (and is cut at its start
 // when ids leave the window), so it is never rebuilt per message.
 
-import { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, readRecentIds, recentIdKey, recentIdLine, writeRecentIds, type RecentId } from '../core/index.js';
+import { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, readRecentIds, recentIdLine, writeRecentIds, type RecentId } from '../core/index.js';
 
 export { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP };
 
@@ -21,7 +22,7 @@ interface Memory {
   head: number;
   /** Characters at the start of `text` that are lines of ids which have left (cut lazily too). */
   deadChars: number;
-  /** messageId → when it was last recorded. */
+  /** key → when it was last recorded. */
   times: Map<string, number>;
   /** The key this copy is filed under in `byText`, if it is. */
   filedAs: string | null;
@@ -119,17 +120,16 @@ export function shareMemory(from: object, to: object): void {
   if (memory !== undefined) fileMemory(to, memory);
 }
 
-/** When this messageId was last recorded on the session, if it was. */
-export function messageIdSeenAt(entry: object, messageId: string): number | undefined {
-  return memoryOf(entry).times.get(recentIdKey(messageId));
+/** When the message of this key (core duplicateKey) was last recorded on the session, if it was. */
+export function duplicateKeySeenAt(entry: object, key: string): number | undefined {
+  return memoryOf(entry).times.get(key);
 }
 
 /**
- * Remembers a messageId, newest last. Ids that left the window are dropped from the front; at
+ * Remembers a message's key, newest last. Keys that left the window are dropped from the front; at
  * the cap the oldest goes. The entry's string gains one line at its end.
  */
-export function rememberMessageId(entry: object, messageId: string, now: number): void {
-  const id = recentIdKey(messageId);
+export function rememberDuplicateKey(entry: object, id: string, now: number): void {
   const memory = memoryOf(entry);
   const { order, times } = memory;
   let text = memory.text;
@@ -172,9 +172,8 @@ export function rememberMessageId(entry: object, messageId: string, now: number)
   (entry as HasRecentIds).recentMessageIds = text;
 }
 
-/** Forgets a messageId again (its message was not taken after all, so a resend is no duplicate). */
-export function forgetMessageId(entry: object, messageId: string): void {
-  const id = recentIdKey(messageId);
+/** Forgets a key again (its message was not taken after all, so a resend is no duplicate). */
+export function forgetDuplicateKey(entry: object, id: string): void {
   const memory = memoryOf(entry);
   if (!memory.times.has(id)) return;
   (entry as HasRecentIds).recentMessageIds = writeRecentIds(memory.order.slice(memory.head).filter((recent) => recent.id !== id));

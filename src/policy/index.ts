@@ -77,7 +77,7 @@ export {
   type QueueSettingsInput,
 } from './queue-settings.js';
 
-export { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, messageIdSeenAt, forgetMessageId } from './duplicate-memory.js';
+export { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, duplicateKeySeenAt, forgetDuplicateKey } from './duplicate-memory.js';
 
 export {
   planSessionMessage,

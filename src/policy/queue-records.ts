@@ -36,6 +36,9 @@ export interface QueueItem {
   text: string;
   sender?: { id?: string; name?: string };
   channel: string;
+  /** The rest of the route it came from (accountId unless the default one): its record names it (store record-route.ts). */
+  accountId?: string;
+  peer?: { kind: string; id: string };
   threadId?: string;
   /** The sender's own timestamp, if the message had one. */
   timestamp?: number;

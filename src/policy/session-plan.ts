@@ -5,7 +5,8 @@ import type { SessionConfig } from '../config/types.js';
 import { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
 import { noteDmSender } from './shared-dm.js';
 import { clearInstanceUsage } from './usage.js';
-import { DUPLICATE_WINDOW_MS, messageIdSeenAt, rememberMessageId, shareMemory } from './duplicate-memory.js';
+import { duplicateKey } from '../core/index.js';
+import { DUPLICATE_WINDOW_MS, duplicateKeySeenAt, rememberDuplicateKey, shareMemory } from './duplicate-memory.js';
 import { evaluateFreshness, parseResetTrigger, resolveResetPolicy, resolveResetTriggers, sessionTypeFor, type ResetPolicy } from './reset.js';
 
 /** The entry fields this planner reads and writes; other fields pass through untouched. */
@@ -142,8 +143,9 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
   const { now } = ctx;
   // A key without an entry still knows what its removed entry recorded lately.
   const memory = existing ?? ctx.removed;
-  if (memory && message.messageId !== undefined) {
-    const seenAt = messageIdSeenAt(memory, message.messageId);
+  const seenKey = message.messageId === undefined ? undefined : duplicateKey(message, message.messageId);
+  if (memory && seenKey !== undefined) {
+    const seenAt = duplicateKeySeenAt(memory, seenKey);
     // An id remembered "in the future" (the clock stepped back since) is a duplicate too: its record
     // is on disk. Compared both ways, a step back of over 5 minutes let every resend be recorded again.
     if (typeof seenAt === 'number' && now - seenAt < DUPLICATE_WINDOW_MS) {
@@ -214,6 +216,7 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
 
   const delivery = planDelivery(entry, message, ctx);
   applyMessage(entry, message, now, created, delivery);
+  if (seenKey !== undefined) rememberDuplicateKey(entry, seenKey, now);
   applyMessageLabels(entry, message, created);
   noteDmSender(entry, message, ctx.sessionKey);
   return { entry, rotation, created, duplicate: false, text, commandOnly, replyTo: delivery.replyTo };
@@ -245,7 +248,6 @@ function applyMessage(entry: PlannedEntry, message: PlanMessage, now: number, cr
     entry.deliveryOwner = owner;
   }
   if (delivery.movesSessionAddress && delivery.own) setDeliveryAddress(entry, delivery.own, chatType);
-  if (message.messageId !== undefined) rememberMessageId(entry, message.messageId, now);
   if (entry.lastInteractionAt === undefined) delete entry.lastInteractionAt;
 }
 

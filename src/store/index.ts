@@ -20,3 +20,4 @@ export { copyRegularFile, describeFileKind, fileKindOf, lstatKind, notRegularFil
 export { entryHash, entryTextHash, journalPathFor, readJournal, JOURNAL_SUFFIX, type JournalSession } from './journal.js';
 export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, isInMemory, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';
 export { readRemovedMemories, readRemovedMemoryFile, removedMemoryPathFor, REMOVED_MEMORY_SUFFIX, type RemovedMemory, type RemovedMemories } from './removed-memory.js';
+export { addRecordRoute, duplicateKeyOfRecord } from './record-route.js';

@@ -6,12 +6,12 @@
 // applies a planned entry only when (a) the registry still holds exactly the entry the plan was
 // made from (same content hash), so a batch that committed, or anything written since, is never
 // rolled back; and (b) at least one of the records the plan wrote is really in its transcript.
-// Message ids whose records are missing are taken out of the duplicate memory, so a resend of a
+// Messages whose records are missing are taken out of the duplicate memory, so a resend of a
 // message that never reached the disk is recorded, not answered "duplicate".
 
 import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, lstatSync, openSync, readFileSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, ioError, sha256Base64url, withoutRecentIds } from '../core/index.js';
+import { SwitchboardError, ioError, legacyIdKey, sha256Base64url, withoutRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { resolveInside } from './paths.js';
 import { openRegularDescriptor } from './regular-file.js';
@@ -20,10 +20,10 @@ import type { SessionEntry, SessionStore } from './session-entry.js';
 import { readTranscript } from './transcript-read.js';
 
 export const JOURNAL_SUFFIX = '.journal';
-const JOURNAL_VERSION = 2;
+const JOURNAL_VERSION = 3;
 
-/** One record of a journalled session: its id, the index of its file in `files`, its messageId. */
-export type JournalRecord = [id: string, file: number, messageId?: string];
+/** One record of a journalled session: its id, the index of its file in `files`, its duplicate-memory key (store record-route.ts). */
+export type JournalRecord = [id: string, file: number, duplicateKey?: string];
 
 /** One session a batch is about to append to. */
 export interface JournalSession {
@@ -165,6 +165,7 @@ export async function readJournal(storePath: string): Promise<JournalSession[] |
     // Torn or foreign: it was written (and fsynced) before any record, so nothing was appended.
     if (!Array.isArray(parsed?.sessions)) return null;
     if (parsed.version === JOURNAL_VERSION) return parsed.sessions as JournalSession[];
+    if (parsed.version === 2) return (parsed.sessions as JournalSession[]).map(fromVersion2);
     if (parsed.version === 1) return (parsed.sessions as JournalSessionV1[]).map(fromVersion1);
     return null;
   } catch {
@@ -172,14 +173,23 @@ export async function readJournal(storePath: string): Promise<JournalSession[] |
   }
 }
 
-/** A journal left by a switchboard before version 2 (an upgrade between crash and restart). */
+/**
+ * A journal left by a switchboard before version 3 (an upgrade between crash and restart) names
+ * messageIds, which that version's memory (the journalled entry's) held by the id alone.
+ */
+function fromVersion2(session: JournalSession): JournalSession {
+  const records = Array.isArray(session?.records) ? session.records : [];
+  return { ...session, records: records.map((record) => (Array.isArray(record) && typeof record[2] === 'string' ? [record[0], record[1], legacyIdKey(record[2])] : record)) };
+}
+
+/** A journal left by a switchboard before version 2: one object per record. */
 function fromVersion1(session: JournalSessionV1): JournalSession {
   const files: string[] = [];
   const records: JournalRecord[] = [];
   for (const record of Array.isArray(session?.records) ? session.records : []) {
     let file = files.indexOf(record?.sessionFile);
     if (file < 0) file = files.push(record?.sessionFile) - 1;
-    records.push(record?.messageId === undefined ? [record?.id, file] : [record.id, file, record.messageId]);
+    records.push(typeof record?.messageId !== 'string' ? [record?.id, file] : [record.id, file, legacyIdKey(record.messageId)]);
   }
   return { sessionKey: session?.sessionKey, base: session?.base, entry: session?.entry, files, records };
 }

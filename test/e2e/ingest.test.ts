@@ -304,6 +304,23 @@ describe('session instances', () => {
     assert.equal(transcriptLines(state, 'main', entry.sessionFile).filter((l) => l.type === 'message').length, 2);
   });
 
+  test('the same messageId from another route is another message (queue.md: "same messageId and route"); a resend from its own route is a duplicate', async () => {
+    const state = tempDir();
+    // dmScope main (the default): every DM meets in agent:main:main, and each chat numbers its own messages.
+    const from = (peer: string, extra: Record<string, unknown> = {}) => line({ channel: 'telegram', peer, text: `hi from ${peer}`, messageId: '1', ...extra });
+    const lines = [from('direct:alice'), from('direct:bob'), from('direct:alice', { accountId: 'work' }), from('direct:alice', { channel: 'discord' }), from('direct:alice'), from('direct:bob')];
+    const r = await ingest(state, lines.join('\n'), at('2026-11-30T10:00:00Z'));
+    assert.equal(r.code, 0, r.stderr);
+    const results = jsonLines(r.stdout);
+    assert.deepEqual(results.map((e) => e.disposition), ['recorded', 'recorded', 'recorded', 'recorded', 'duplicate', 'duplicate']);
+    assert.equal(new Set(results.map((e) => e.sessionKey)).size, 1, 'one session');
+    const entry = readStore(state, 'main')['agent:main:main'];
+    const records = transcriptLines(state, 'main', entry.sessionFile).filter((l) => l.type === 'message');
+    assert.equal(records.length, 4);
+    // Each record names its route, which is what the memory is rebuilt from.
+    assert.deepEqual(records.map((l) => [l.message.channel, l.message.accountId ?? 'default', l.message.peer?.id]), [['telegram', 'default', 'alice'], ['telegram', 'default', 'bob'], ['telegram', 'work', 'alice'], ['discord', 'default', 'alice']]);
+  });
+
   test('after the clock steps back past the window, a resend is still a duplicate (its record is on disk)', async () => {
     const state = tempDir();
     const msg = line({ channel: 'x', text: 'once', messageId: 'm-back' });
@@ -319,20 +336,24 @@ describe('session instances', () => {
     assert.equal(transcriptLines(state, 'main', entry.sessionFile).filter((l) => l.type === 'message' && l.message.messageId === 'm-back').length, 1);
   });
 
-  test('a store whose duplicate memory an earlier version wrote as [id, ms] pairs still knows its ids; the next change writes the string', async () => {
+  test('a store whose duplicate memory an earlier version wrote as [id, ms] pairs is read; the next change writes the string, keeping the old lines until they leave the window', async () => {
     const state = tempDir();
     const first = line({ channel: 'x', text: 'first', messageId: 'old-1' });
     await ingest(state, first, at('2026-11-30T10:00:00Z'));
     const storeFile = path.join(sessionsDir(state, 'main'), 'sessions.json');
     const store = readStore(state, 'main');
     const recordedAt = Date.parse('2026-11-30T10:00:00Z');
-    assert.equal(store['agent:main:main'].recentMessageIds, `${recordedAt} old-1`);
+    assert.equal(store['agent:main:main'].recentMessageIds, `${recordedAt} x default   old-1`, 'keyed by route and messageId');
     store['agent:main:main'].recentMessageIds = [['old-1', recordedAt], ['old-2', recordedAt]];
     fs.writeFileSync(storeFile, JSON.stringify(store, null, 2));
 
-    const r = await ingest(state, `${line({ channel: 'x', text: 'again', messageId: 'old-2' })}\n${line({ channel: 'x', text: 'new', messageId: 'new-1' })}`, at('2026-11-30T10:01:00Z'));
-    assert.deepEqual(jsonLines(r.stdout).map((e) => e.disposition), ['duplicate', 'recorded']);
-    assert.equal(readStore(state, 'main')['agent:main:main'].recentMessageIds, `${recordedAt} old-1\n${recordedAt} old-2\n${recordedAt + 60_000} new-1`);
+    const resend = line({ channel: 'x', text: 'new', messageId: 'new-1' });
+    const r = await ingest(state, `${resend}\n${resend}`, at('2026-11-30T10:01:00Z'));
+    assert.deepEqual(jsonLines(r.stdout).map((e) => e.disposition), ['recorded', 'duplicate']);
+    // The earlier version's lines hold bare ids (no route): carried as they were, they match no message of today's.
+    assert.equal(readStore(state, 'main')['agent:main:main'].recentMessageIds, `${recordedAt} old-1\n${recordedAt} old-2\n${recordedAt + 60_000} x default   new-1`);
+    await ingest(state, line({ channel: 'x', text: 'later', messageId: 'new-2' }), at('2026-11-30T10:06:30Z'));
+    assert.equal(readStore(state, 'main')['agent:main:main'].recentMessageIds.includes('old-'), false, 'gone with the window');
   });
 
   test('cron messages get a fresh sessionId on every run; explicit keys skip routing', async () => {

@@ -133,6 +133,24 @@ describe('duplicates after doctor restores sessions.json', () => {
   }
 });
 
+describe('duplicates are messages of one route', () => {
+  test('restored from the transcript headers under dmScope main: each DM\'s ids are remembered with the route that sent them', async () => {
+    const env = setup({ dmScope: 'main' });
+    const alice = { ...message('alice', '1'), accountId: 'work' };
+    const bob = message('bob', '1');
+    assert.deepEqual((await ingest(env, [alice, bob], T0)).map((e) => e.disposition), ['recorded', 'recorded'], 'two chats that number their messages alike');
+    const storePath = path.join(env.dir, 'sessions.json');
+    fs.rmSync(storePath);
+    fs.rmSync(`${storePath}.bak`, { force: true });
+    const repaired = await runCli(['doctor', '--repair', '--json', '--state-dir', env.state, '--config', env.config, '--now', new Date(T0 + 1_000).toISOString()]);
+    assert.equal(repaired.code, 0, repaired.stdout + repaired.stderr);
+    const carol = message('carol', '1');
+    const resent = await ingest(env, [alice, bob, carol, { ...bob, accountId: 'work' }], T0 + 2_000);
+    assert.deepEqual(resent.map((e) => e.disposition), ['duplicate', 'duplicate', 'recorded', 'recorded']);
+    assert.equal(copiesOf(env.dir, '1'), 4);
+  });
+});
+
 describe('maintenance and doctor do not undo each other', () => {
   test('doctor --repair completing a journal in enforce mode caps nothing under its own later steps', async () => {
     const env = setup({ maintenance: { mode: 'enforce', maxEntries: 2 } });

@@ -1,17 +1,17 @@
 // The duplicate memory of entries doctor writes anew. A store restored from sessions.json.bak is
 // one write behind the transcripts, one rebuilt from the headers (or an adopted orphan's entry)
 // has no memory at all: a resend of a message recorded in the last five minutes would be
-// recorded again. The records are the truth, so the messageIds of the records appended to the
-// entry's transcript within the window are remembered again, at the records' times.
+// recorded again. The records are the truth, so the messages (route and messageId) of the records
+// appended to the entry's transcript within the window are remembered again, at the records' times.
 
 import path from 'node:path';
-import { DUPLICATE_WINDOW_MS, mergeRecentIds, recentIdKey, recentIdLine } from '../../core/index.js';
-import { readTranscript, sessionEntryProblem, type SessionStore } from '../../store/index.js';
+import { DUPLICATE_WINDOW_MS, mergeRecentIds, recentIdLine } from '../../core/index.js';
+import { duplicateKeyOfRecord, readTranscript, sessionEntryProblem, type SessionStore } from '../../store/index.js';
 import { transcriptFileOf } from '../session-list.js';
 import type { StoreCheck } from './store-check.js';
 import type { TranscriptScan } from './transcript-scan.js';
 
-/** The stored form of the ids recorded in a transcript within the window ('' for none); only a file written to within it is read. */
+/** The stored form of the messages recorded in a transcript within the window ('' for none); only a file written to within it is read. */
 export async function recentIdsRecordedIn(doc: StoreCheck, scan: TranscriptScan | undefined): Promise<string> {
   const now = doc.now();
   const since = now - DUPLICATE_WINDOW_MS;
@@ -20,8 +20,8 @@ export async function recentIdsRecordedIn(doc: StoreCheck, scan: TranscriptScan 
   try {
     for await (const record of readTranscript(scan.file)) {
       const at = typeof record.timestamp === 'string' ? Date.parse(record.timestamp) : Number.NaN;
-      const messageId = (record.message as { messageId?: unknown } | undefined)?.messageId ?? (record.data as { messageId?: unknown } | undefined)?.messageId;
-      if (typeof messageId === 'string' && at >= since && at <= now) lines.push(recentIdLine(recentIdKey(messageId), at));
+      const key = duplicateKeyOfRecord(record);
+      if (key !== undefined && at >= since && at <= now) lines.push(recentIdLine(key, at));
     }
   } catch {
     return ''; // unreadable: the transcript step reports it
