@@ -162,10 +162,13 @@ export class LocalRun {
 
   /** Set when the session no longer named this run's instance and claim once the lock was had. */
   superseded = false;
+  /** The session write lock the run holds (set by execute). */
+  private lock: LockHandle | undefined;
 
   /** Runs the turn while holding the session write lock (handle). Never throws. */
   async execute(handle: LockHandle): Promise<void> {
     const turn = this.turn;
+    this.lock = handle;
     this.writer = new TurnWriter(this.ctx, turn, handle, (event) => this.emit(event), (err) => this.abort(`transcript write failed: ${toSwitchboardError(err).message}`));
     const onLost = (): void => this.abort('the session write lock was lost');
     handle.signal.addEventListener('abort', onLost, { once: true });
@@ -257,6 +260,8 @@ export class LocalRun {
         deliveryContext: turn.deliveryContext ?? null,
       });
       this.handle = handle;
+      // If this process dies, whoever takes the session lock over stops the runner it left.
+      if (handle.pid !== undefined) this.lock?.noteChild(handle.pid);
       if (this.abortReason !== undefined) handle.abort(this.abortReason);
       return await this.consume(handle);
     } finally {

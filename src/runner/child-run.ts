@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { LineSplitter, MAX_TIMER_MS, describeLineError, type NdjsonLine } from '../core/index.js';
+import { LineSplitter, MAX_TIMER_MS, describeLineError, killProcessSession, type NdjsonLine } from '../core/index.js';
 import { abortLine, parseRunnerLine, runLine, steerLine, type RunnerLineEvent } from './protocol.js';
 import { RunEvents } from './run-events.js';
 import type { RunEndEvent, RunError, RunEvent, RunHandle, RunInit, RunMessage, RunnerSpec, RunStatus } from './types.js';
@@ -24,34 +24,8 @@ function trackGroup(pid: number): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const group of liveGroups) killSession(group);
+    for (const group of liveGroups) killProcessSession(group);
   });
-}
-
-/**
- * Kills the runner's process group and every other process of its session (the runner leads
- * both: it is spawned detached). A job the runner put in a group of its own (`set -m`, setpgid)
- * is still in its session — only a process that made a session of its own (setsid, a daemon)
- * leaves. Sessions are read from /proc; elsewhere the group alone is killed.
- */
-function killSession(sid: number): void {
-  killGroup(sid, 'SIGKILL');
-  let pids: string[];
-  try {
-    pids = fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name));
-  } catch {
-    return;
-  }
-  for (const pid of pids) {
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // pid (comm) state ppid pgrp session …: comm may hold spaces and parentheses.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[3]) === sid) process.kill(Number(pid), 'SIGKILL');
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
 }
 
 function killGroup(pid: number, signal: NodeJS.Signals): boolean {
@@ -384,7 +358,7 @@ class ChildRun implements RunHandle {
     // Whatever the runner started and left behind dies with it ("never leave a process behind").
     // Done right here, while its process group id cannot yet have been reused.
     if (this.pid !== undefined) {
-      killSession(this.pid);
+      killProcessSession(this.pid);
       liveGroups.delete(this.pid);
     }
     // Normally 'close' follows at once; a process that escaped the group may hold the pipes.

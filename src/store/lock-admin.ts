@@ -55,7 +55,7 @@ export async function releaseLock(lockOrTargetPath: string, options: { force?: b
   const foreign = foreignLockContent(lockPath);
   if (foreign !== null) {
     throw new SwitchboardError('NOT_FOUND', `${lockPath} is no switchboard lock: it holds "${foreign}"; left it alone`, {
-      hint: 'a switchboard lock folder holds owner.json only; list them with `switchboard locks`',
+      hint: 'a switchboard lock folder holds owner.json (and child.json) only; list them with `switchboard locks`',
       details: { lockPath },
     });
   }

@@ -2,11 +2,9 @@
 // fencing, verification against owner.json and release; and the 'exit' hook that removes this
 // process's locks. lock.ts creates holdings (withLock); removal and judging are lock-owner.ts's.
 
-import { rmdirSync, unlinkSync } from 'node:fs';
-import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
-import { OWNER_FILE, formatMs, heldLocks, now, parseOwnerRecord, readOwnerText, removeLockIfOwned, type LockOwnerRecord, type OwnHolding } from './lock-owner.js';
+import { formatMs, heldLocks, now, parseOwnerRecord, readOwnerText, removeLockFolder, removeLockIfOwned, writeChildRecord, type LockOwnerRecord, type OwnHolding } from './lock-owner.js';
 
 export type BusyCode = 'SESSION_BUSY' | 'STORE_BUSY';
 
@@ -30,6 +28,8 @@ export interface LockHandle {
    * Writers still verifyHeld() afterwards: a takeover by a waiter cannot be held off.
    */
   fence<T>(write: () => Promise<T>): Promise<T>;
+  /** Names the runner process (a session leader) this holding started: a takeover of the lock kills its session. */
+  noteChild(pid: number): void;
 }
 
 type HoldState = 'held' | 'released' | 'lost';
@@ -78,7 +78,18 @@ export class HeldLock implements OwnHolding {
       assertHeld: () => this.assertHeld(),
       verifyHeld: () => this.verifyHeld(),
       fence: (write) => this.fence(write),
+      noteChild: (pid) => this.noteChild(pid),
     };
+  }
+
+  /** Records the runner this holding started, for whoever takes the lock over (lock-owner.ts, child.json). */
+  private noteChild(pid: number): void {
+    if (this.inMemory || !this.isHeld()) return;
+    try {
+      writeChildRecord(this.lockPath, pid);
+    } catch {
+      // Only a takeover reads it; without it, a run whose switchboard died is not stopped by the next holder.
+    }
   }
 
   private fencedWrites = 0;
@@ -237,11 +248,9 @@ function removeHeldLocksSync(): void {
   for (const held of heldLocks.values()) {
     if (held.inMemory) continue;
     try {
-      const ownerFile = path.join(held.lockPath, OWNER_FILE);
       const record = parseOwnerRecord(readOwnerText(held.lockPath));
       if (record?.lockId !== held.owner.lockId) continue;
-      unlinkSync(ownerFile);
-      rmdirSync(held.lockPath);
+      removeLockFolder(held.lockPath);
     } catch {
       // best effort: a leftover lock goes stale within staleMs
     }

@@ -6,6 +6,9 @@
 // On-disk layout of one lock:
 //   <target>.lock/             proper-lockfile's mkdir lock; its mtime is refreshed while held
 //   <target>.lock/owner.json   the owner record, written by the holder right after the mkdir
+//   <target>.lock/child.json   the runner process the holding started, if it started one (a
+//                              session lock held for a run): whoever takes the lock over kills it,
+//                              so a run whose switchboard died does not go on beside the next one
 //
 // Why the owner record lives INSIDE the lock directory, although proper-lockfile removes locks
 // with rmdir (which fails with ENOTEMPTY on a non-empty directory):
@@ -56,11 +59,12 @@ import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync,
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { errnoOf, ioError, systemClock } from '../core/index.js';
+import { errnoOf, ioError, killProcessSession, readProcStat, systemClock } from '../core/index.js';
 import { STORE_OPEN_FLAGS } from './regular-file.js';
 
 export const DEFAULT_STALE_MS = 10_000;
 export const OWNER_FILE = 'owner.json';
+export const CHILD_FILE = 'child.json';
 export const LOCK_SUFFIX = '.lock';
 
 /** When a waiter may take a lock over from its holder; see "Takeover policies" above. */
@@ -124,25 +128,6 @@ export const now = (): number => systemClock.now();
 const PROCESS_START_TIME = Math.round(performance.timeOrigin);
 const HOSTNAME = osHostname();
 
-interface ProcStat {
-  state: string;
-  startTicks: number;
-}
-
-/** /proc/<pid>/stat's state (field 3) and start time (field 22); null where there is no /proc. */
-function readProcStat(pid: number | 'self'): ProcStat | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-  // field 2 (comm) is in parentheses and may itself hold spaces and parentheses
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const startTicks = Number(fields[19]);
-  return fields[0] !== undefined && Number.isSafeInteger(startTicks) ? { state: fields[0], startTicks } : null;
-}
-
 const PROCESS_START_TICKS = readProcStat('self')?.startTicks;
 
 /** A holding of this process as judging a lock sees it; lock-held.ts's HeldLock is the one kind. */
@@ -193,16 +178,18 @@ export async function writeOwnerRecord(lockPath: string, owner: LockOwnerRecord)
 }
 
 /**
- * Deletes a lock folder (or its tombstone): the owner record, then the folder — never more. A
- * folder that holds anything else is no lock of ours (a `build.lock` of some other program named
- * as a target, say) and is left as it is; false then, and for anything else that fails.
+ * Deletes a lock folder (or its tombstone): the child and owner records, then the folder — never
+ * more. A folder that holds anything else is no lock of ours (a `build.lock` of some other program
+ * named as a target, say) and is left as it is; false then, and for anything else that fails.
  */
 export function removeLockFolder(dir: string): boolean {
   try {
-    try {
-      unlinkSync(path.join(dir, OWNER_FILE));
-    } catch (err) {
-      if (errnoOf(err) !== 'ENOENT') throw err;
+    for (const name of [CHILD_FILE, OWNER_FILE]) {
+      try {
+        unlinkSync(path.join(dir, name));
+      } catch (err) {
+        if (errnoOf(err) !== 'ENOENT') throw err;
+      }
     }
     rmdirSync(dir);
     return true;
@@ -214,7 +201,7 @@ export function removeLockFolder(dir: string): boolean {
 /** What a lock folder holds besides its owner record (null: nothing, or it is gone). */
 export function foreignLockContent(lockPath: string): string | null {
   try {
-    return readdirSync(lockPath).find((name) => name !== OWNER_FILE) ?? null;
+    return readdirSync(lockPath).find((name) => name !== OWNER_FILE && name !== CHILD_FILE) ?? null;
   } catch {
     return null;
   }
@@ -370,8 +357,44 @@ export async function clearLock(lockPath: string, seen: LockInfo, staleMs: numbe
     await putBack(tomb, lockPath);
     return false;
   }
+  stopChildOf(tomb);
   await removeTombstone(tomb);
   return true;
+}
+
+/** The child record a holding writes once its runner has started (see the layout above). */
+interface ChildRecord {
+  pid: number;
+  hostname: string;
+  startTicks?: number;
+}
+
+/** Holder side: names the runner process this holding started (written in place, like owner.json). */
+export function writeChildRecord(lockPath: string, pid: number): void {
+  const record: ChildRecord = { pid, hostname: HOSTNAME };
+  const startTicks = readProcStat(pid)?.startTicks;
+  if (startTicks !== undefined) record.startTicks = startTicks;
+  writeFileSync(path.join(lockPath, CHILD_FILE), `${JSON.stringify(record)}\n`, { mode: 0o600, flag: 'w' });
+}
+
+/**
+ * Kills the runner a taken-over holding started, with every process of its session, if it is
+ * still that process (same host, same /proc start time: a pid reused since is left alone). The
+ * holding is over once its lock is taken, so its run is too: left alive, a run whose switchboard
+ * was SIGKILLed went on (tools, side effects) beside the run of the next holder.
+ */
+function stopChildOf(tomb: string): void {
+  let record: Partial<ChildRecord>;
+  try {
+    record = JSON.parse(readFileSync(path.join(tomb, CHILD_FILE), 'utf8')) as Partial<ChildRecord>;
+  } catch {
+    return; // none (no runner, or it was being written): nothing known to stop
+  }
+  const { pid, hostname, startTicks } = record;
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 1 || pid === process.pid || hostname !== HOSTNAME || typeof startTicks !== 'number') return;
+  const proc = readProcStat(pid);
+  if (proc === null || proc.startTicks !== startTicks || proc.session !== pid) return;
+  killProcessSession(pid);
 }
 
 /** Undo a rename that moved a lock we did not mean to. If a new lock already took the path, the
