@@ -194,18 +194,29 @@ export function mayNestDeeperThan(text: string, maxDepth = MAX_JSON_DEPTH): bool
 
 /**
  * Whether a parsed JSON value nests objects/arrays deeper than `maxDepth` (a top-level object is
- * depth 1). Iterative, so it cannot overflow the stack itself, and it stops at the first too-deep
- * value; its cost is one visit per object/array/value, never per character of a string.
+ * depth 1). It stops at the first too-deep value, so its recursion is at most `maxDepth + 1`
+ * calls deep whatever the value (it cannot overflow the stack itself); its cost is one visit per
+ * object/array/value, never per character of a string. Recursive with for…in rather than a stack
+ * of [node, depth] pairs over Object.values: those allocations were most of its cost, and it runs
+ * on every config load (a 10 000-binding file: 14 ms of a `route resolve` start) and long line.
  */
 export function jsonDepthExceeds(value: unknown, maxDepth = MAX_JSON_DEPTH): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  const stack: [object, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
-    if (depth > maxDepth) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (child !== null && typeof child === 'object') stack.push([child as object, depth + 1]);
+  return value !== null && typeof value === 'object' && nestsDeeper(value, maxDepth);
+}
+
+/** `levels`: how many levels, this one included, may still nest. */
+function nestsDeeper(node: object, levels: number): boolean {
+  if (levels <= 0) return true;
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      const child: unknown = node[i];
+      if (child !== null && typeof child === 'object' && nestsDeeper(child, levels - 1)) return true;
     }
+    return false;
+  }
+  for (const key in node) {
+    const child: unknown = (node as Record<string, unknown>)[key];
+    if (child !== null && typeof child === 'object' && nestsDeeper(child, levels - 1)) return true;
   }
   return false;
 }
