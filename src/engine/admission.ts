@@ -5,6 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { duplicateKey } from '../core/index.js';
+import { maySteer } from '../runner/index.js';
 import {
   carriedOf,
   enqueueItem,
@@ -232,7 +233,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   }
 
   const text = directive.found ? directive.cleanedText : plan.text;
-  if (runnerFor(ctx, item.agentId) === undefined) {
+  const runner = runnerFor(ctx, item.agentId);
+  if (runner === undefined) {
     // No runner: nothing to queue or start; the message (its directive taken out) is recorded.
     outcome.record = true;
     outcome.text = text;
@@ -258,6 +260,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     pendingReset: entry.pendingReset !== undefined,
     resetTrigger: deferredCommand,
     canStart: !env.noWait,
+    runnerMaySteer: maySteer(runner),
     activeRunElsewhere:
       entry.activeRun?.deliveryContext !== undefined &&
       !sameDeliveryRoute({ channel: entry.activeRun.deliveryContext.channel, deliveryContext: entry.activeRun.deliveryContext }, { channel: item.message.route.channel, deliveryContext: plan.replyTo ? { ...plan.replyTo } : undefined }),

@@ -26,6 +26,8 @@ export interface AdmissionInput {
   canStart: boolean;
   /** The active run answers another route than this message's: steering it in would answer it there. */
   activeRunElsewhere?: boolean;
+  /** False when the agent's runner can never take a steer (runner maySteer): a steer message is a followup from the start. */
+  runnerMaySteer?: boolean;
 }
 
 export type Admission =
@@ -85,8 +87,9 @@ export function planAdmission(input: AdmissionInput): Admission {
     case 'steer': {
       // Items the active run has claimed are its own (recorded a moment later), not waiting work.
       // A message from another route is never steered into a run that answers elsewhere: it
-      // waits as a followup, answered on its own route.
-      const canPark = input.activeRun && !input.activeRunElsewhere && !input.pendingReset && input.queue.every((item) => item.state === 'parked' || item.claimedBy !== undefined);
+      // waits as a followup, answered on its own route. For a runner that cannot steer it is a
+      // followup at once, and says so: reported `steered`, it was never injected anywhere.
+      const canPark = input.activeRun && input.runnerMaySteer !== false && !input.activeRunElsewhere && !input.pendingReset && input.queue.every((item) => item.state === 'parked' || item.claimedBy !== undefined);
       return canPark
         ? { action: 'enqueue', state: 'parked', disposition: 'steered', abortActive: false }
         : { action: 'enqueue', state: 'queued', disposition: 'queued', abortActive: false };

@@ -9,7 +9,7 @@ import type { RunHandle, RunInit, RunnerSpec, StartRunOptions } from './types.js
 
 export type * from './types.js';
 export { BUILTIN_RUNNERS } from './types.js';
-export { resolveRunnerSpec, parseCommand, isBuiltinRunner, DEFAULT_RUNNER_TIMEOUT_SECONDS, type RunnerConfigInput } from './spec.js';
+export { resolveRunnerSpec, parseCommand, isBuiltinRunner, maySteer, DEFAULT_RUNNER_TIMEOUT_SECONDS, type RunnerConfigInput } from './spec.js';
 export { DEFAULT_TERM_AFTER_MS, DEFAULT_KILL_AFTER_MS } from './options.js';
 export { DEFAULT_SLOW_ECHO_DELAY_MS, DEFAULT_SLOW_ECHO_TOOL_CALLS } from './builtin.js';
 

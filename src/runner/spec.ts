@@ -107,6 +107,16 @@ export function isBuiltinRunner(command: RunnerSpec['command']): command is Buil
   return typeof command === 'string';
 }
 
+/**
+ * Whether a run of this spec can ever take a steer: an external runner only with `steering: true`
+ * (otherwise its stdin is closed after the run line), builtin:slow-echo unless told not to;
+ * builtin:echo has no boundary to take one at.
+ */
+export function maySteer(spec: RunnerSpec): boolean {
+  if (isBuiltinRunner(spec.command)) return spec.command === 'builtin:slow-echo' && spec.steering !== false;
+  return spec.steering === true;
+}
+
 function checkEnv(value: unknown, source: string): Record<string, string> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw invalid(`${source}.env`, 'must be an object of strings');

@@ -105,11 +105,11 @@ describe('steer', () => {
     assert.deepEqual(shape(transcriptOf(env, KEY)).slice(3, 5), ['steer', 'user:second']);
   });
 
-  test('a runner that does not announce steering gets parked messages as followups, one turn each, in order', async () => {
+  test('a runner that cannot steer (steering: false) gets steer messages as followups, one turn each, in order, and they are reported queued', async () => {
     const env = queueEnv(slowEcho({ steering: false, toolCalls: 1 }));
     const r = await ingestAll(env, [alice('one'), alice('two'), alice('three')]);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(eventsOf(r.events, 'result').map((e) => e.disposition), ['started', 'steered', 'steered']);
+    assert.deepEqual(eventsOf(r.events, 'result').map((e) => e.disposition), ['started', 'queued', 'queued'], 'never "steered": nothing was injected');
     assert.deepEqual(eventsOf(r.events, 'reply').map((e) => e.text), ['slow-echo: one', 'slow-echo: two', 'slow-echo: three']);
     assert.deepEqual(shape(transcriptOf(env, KEY)), [
       'user:one', 'tool_call', 'tool_result', 'assistant:slow-echo: one', 'mirror:slow-echo: one',
