@@ -20,7 +20,7 @@ import type { StoreLocation } from '../store/index.js';
 import type { CliContext } from './context.js';
 import { formatAge, formatBytes, table } from './format.js';
 import { writeJsonLine } from './output.js';
-import { beforeResetText } from './format.js';
+import { beforeResetText, expiredText } from './format.js';
 import { progressFor } from './progress.js';
 
 interface CleanupFlags {
@@ -190,7 +190,8 @@ function maintainText(r: MaintainReport): string {
   lines.push(`  resets: ${r.resets.reset.length} ${verb}applied, ${r.resets.deferred.length} deferred (active run)${r.resets.skipped.length > 0 ? `, ${r.resets.skipped.length} no longer due` : ''}`);
   for (const done of r.resets.reset) {
     // Only a turn before the reset that did not go well is worth a line of its own.
-    if (done.beforeReset !== undefined && done.beforeReset.status !== 'done') lines.push(`    reset ${done.sessionKey}${beforeResetText(done.beforeReset)}`);
+    const turnFailed = done.beforeReset !== undefined && done.beforeReset.status !== 'done';
+    if (turnFailed || (done.expired?.length ?? 0) > 0) lines.push(`    reset ${done.sessionKey}${turnFailed ? beforeResetText(done.beforeReset) : ''}${expiredText(done.expired)}`);
   }
   for (const deferred of r.resets.deferred) {
     lines.push(`    deferred ${deferred.sessionKey} (${deferred.reason}${deferred.deferredBecause === 'busy' ? ', busy: the turn before the reset waits' : ''})${deferred.holder.pid !== null ? `: held by pid ${deferred.holder.pid}${deferred.holder.runId ? `, run ${deferred.holder.runId}` : ''}` : ''}`);

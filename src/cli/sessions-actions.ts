@@ -21,7 +21,7 @@ import { followTranscript, messageContentText, pause, readTranscript, type Trans
 import { dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
 import { displayTimeZone, formatInstant } from '../policy/index.js';
-import { beforeResetText, formatBytes, formatTime as formatTimeIn, printable, table } from './format.js';
+import { beforeResetText, expiredText, formatBytes, formatTime as formatTimeIn, printable, table } from './format.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 import { formatTokens, positiveInt, selectionOf } from './sessions.js';
 
@@ -263,7 +263,7 @@ export async function runReset(ctx: CliContext, keys: string[]): Promise<number>
   for (const target of targets ?? []) {
     const outcome = await resetSession(engine, target.key, { storePath: target.location.storePath, reason: flags.reason, model: flags.model });
     if (ctx.json) writeJsonLine(ctx.streams.stdout, outcome);
-    else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}${beforeResetText(outcome.beforeReset)}\n`);
+    else ctx.streams.stdout.write(`reset ${outcome.sessionKey}: ${outcome.previousSessionId} → ${outcome.sessionId}${outcome.archivedTo ? ` (archived ${outcome.archivedTo})` : ''}${beforeResetText(outcome.beforeReset)}${expiredText(outcome.expired)}\n`);
   }
   await waitForQueueWork(engine);
   return 0;

@@ -35,6 +35,7 @@ import { handOffQueue, rotateInstance, turnBeforeReset, type BeforeResetReport }
 import { buildMaintenanceSnapshot, transcriptNameOf, type BusyKeysProvider } from './cleanup-snapshot.js';
 import { removeEntries, type CleanupProgress } from './session-cleanup.js';
 import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
+import type { ExpiredEvent } from './queue-state.js';
 
 const RESET_CONCURRENCY = 8;
 
@@ -65,6 +66,8 @@ export interface ResetDone {
   archivedTo: string | null;
   /** The agent's turn before the reset (`session.reset.beforeReset`); absent when none is configured or in a dry run. */
   beforeReset?: BeforeResetReport;
+  /** What waited for the old instance and expired with it (absent in a dry run). */
+  expired?: ExpiredEvent[];
 }
 
 export interface ResetDeferred {
@@ -386,6 +389,7 @@ async function rotateDue(ctx: EngineContext, location: StoreLocation, key: strin
       sessionId: outcome.entry.sessionId,
       archivedTo: outcome.archivedTo,
       ...(beforeReset === null ? {} : { beforeReset }),
+      expired: outcome.expired,
     },
   };
 }

@@ -32,6 +32,7 @@ import {
   THIS_PROCESS,
   clearDeadHolders,
   droppedEventOf,
+  expiredEventOf,
   isThisProcess,
   learnLiveness,
   orphanFailure,
@@ -40,8 +41,10 @@ import {
   queueOf,
   removalRecords,
   runAlive,
+  setQueue,
   unknownHolders,
   type DroppedEvent,
+  type ExpiredEvent,
   type Liveness,
   type QueuedEntry,
   type SessionRef,
@@ -123,6 +126,8 @@ export interface ResetOutcome {
   archivedTo: string | null;
   /** The agent's turn before the reset (`session.reset.beforeReset`); null when none is configured. */
   beforeReset: BeforeResetReport | null;
+  /** What waited for the old instance and expired with it (empty when a live process drains the queue: it reports them). */
+  expired: ExpiredEvent[];
 }
 
 /**
@@ -212,21 +217,26 @@ export interface RotationRequest {
 }
 
 export type RotationOutcome =
-  | { kind: 'rotated'; entry: SessionEntry; reason: string; archivedTo: string | null }
+  | { kind: 'rotated'; entry: SessionEntry; reason: string; archivedTo: string | null; expired: ExpiredEvent[] }
   | { kind: 'skipped'; reason: 'gone' | 'changed' | string }
   | { kind: 'busy'; holder: { pid: number | null; runId: string | null; ageMs: number | null } };
 
 /**
  * The one rotation shell (`sessions reset`, `maintain`): under the old transcript's write lock,
  * the store update re-checks the entry and applies rotateEntry; then the old transcript is
- * archived as `.reset.<ts>` and a reset_notice opens the new one.
+ * archived as `.reset.<ts>` and a reset_notice opens the new one. What waited for the old
+ * instance expires in the same write, reported in the outcome and recorded after the notice —
+ * unless a live process drains the queue, which reports them to whoever waits on them. Left in
+ * the queue, they were reported by nobody until some later message made a process drain it.
  */
 export async function rotateInstance(ctx: EngineContext, request: RotationRequest): Promise<RotationOutcome> {
   const { location, key } = request;
   const lockOptions = sessionLockOptions(ctx, { sessionKey: key, runId: request.runId });
   const rotate = async (): Promise<RotationOutcome> => {
     const now = ctx.clock.now();
-    type Decision = { skip: string } | { entry: SessionEntry; reason: string };
+    const liveness: Liveness = new Map();
+    await learnLiveness(ctx, location, [(await readSessionStore(location.storePath))[key] as QueuedEntry | undefined], liveness);
+    type Decision = { skip: string } | { entry: SessionEntry; reason: string; expired: ExpiredEvent[] };
     const decision = await transactSessionStore(location.storePath, async (store, tx): Promise<Decision> => {
       const current = Object.hasOwn(store, key) ? store[key] : undefined;
       if (current === undefined) return { skip: 'gone' };
@@ -243,20 +253,21 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       const notice: Record<string, unknown> = { type: 'reset_notice', reason: decided.reason, previousSessionId: request.sessionId };
       if (request.note) notice.note = request.note;
       if (request.model) notice.model = request.model;
+      const expired = expireOldInstance(next as QueuedEntry, request.sessionId, liveness);
       // Record first: the new instance's transcript exists before sessions.json names it. Under
       // the store lock, so no append of an ingest batch can come in between.
-      await appendEntries(transcriptFileOf(location, next), [notice as { type: string }], {
+      await appendEntries(transcriptFileOf(location, next), [notice as { type: string }, ...removalRecords(expired)], {
         session: { sessionId: next.sessionId, sessionKey: key, agentId: location.agentId },
         clock: ctx.clock,
         coveredBy: tx.handle,
       });
       store[key] = next;
-      return { entry: next, reason: decided.reason };
+      return { entry: next, reason: decided.reason, expired };
     }, storeWriteOptions(ctx, { skipUpkeep: request.skipUpkeep }));
     if ('skip' in decision) return { kind: 'skipped', reason: decision.skip };
     // After the store names the new instance, nothing appends to the old file any more.
     const archivedTo = request.file === null ? null : await archiveFile(request.file, 'reset', now);
-    return { kind: 'rotated', entry: decision.entry, reason: decision.reason, archivedTo };
+    return { kind: 'rotated', entry: decision.entry, reason: decision.reason, archivedTo, expired: decision.expired };
   };
   if (request.file === null) return rotate();
   let acquired = false;
@@ -273,6 +284,22 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
     }
     throw err;
   }
+}
+
+/**
+ * Takes the items pinned to the rotated-away instance out of the rotated entry's queue, as the
+ * `expired` events to report; none while another live process drains the queue (or its owner's
+ * liveness is unknown), since that process reports them to the clients waiting on them.
+ */
+function expireOldInstance(entry: QueuedEntry, oldSessionId: string, liveness: Liveness): ExpiredEvent[] {
+  const queue = queueOf(entry);
+  if (!queue.some((item) => item.sessionId === oldSessionId)) return [];
+  if (unknownHolders(entry, liveness)) return [];
+  if (entry.queueOwner !== undefined && !isThisProcess(entry.queueOwner) && ownerAlive(entry.queueOwner, liveness) !== false) return [];
+  const expired = queue.filter((item) => item.sessionId === oldSessionId);
+  setQueue(entry, queue.filter((item) => item.sessionId !== oldSessionId));
+  if (queueOf(entry).length === 0 && entry.pendingReset === undefined) delete entry.queueOwner;
+  return expired.map((item) => expiredEventOf(item, entry.sessionId));
 }
 
 /** Rotates a session now (`sessions reset`), waiting for an append or run in progress to finish. */
@@ -294,7 +321,7 @@ export async function resetSession(ctx: EngineContext, keyOrId: string, options:
     throw new SwitchboardError('SESSION_BUSY', `session "${found.key}" was rotated by someone else meanwhile`, { hint: 'run the command again' });
   }
   if (beforeReset !== null) await handOffQueue(ctx, found.location, found.key);
-  return { sessionKey: found.key, previousSessionId: found.entry.sessionId, sessionId: outcome.entry.sessionId, archivedTo: outcome.archivedTo, beforeReset };
+  return { sessionKey: found.key, previousSessionId: found.entry.sessionId, sessionId: outcome.entry.sessionId, archivedTo: outcome.archivedTo, beforeReset, expired: outcome.expired };
 }
 
 /** Sets or clears `pinned` (pinned sessions are never pruned, capped or evicted). */

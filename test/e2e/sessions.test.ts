@@ -199,3 +199,38 @@ test('locks shows a live holder; release refuses it (75) unless --force', async 
     holder.kill('SIGKILL');
   }
 });
+
+describe('a reset and what waited for the old instance', () => {
+  test('sessions reset expires the queued messages of the old instance, reports them, records them once, and leaves nothing for later', async () => {
+    const state = tempDir('sb-reset-queue-');
+    const config = writeJson(path.join(state, 'c.json'), { agents: { defaults: { runner: { command: 'builtin:echo' } } } });
+    const cli = (args: string[], input?: string) => runCli([...args, '--state-dir', state, '--config', config], input === undefined ? {} : { input });
+    // --no-wait: nothing starts, both wait in the durable queue.
+    const queued = await cli(['ingest', '--no-wait'], `${line({ channel: 'telegram', peer: 'direct:1', text: 'one', runId: 'r1' })}\n${line({ channel: 'telegram', peer: 'direct:1', text: 'two', runId: 'r2' })}\n`);
+    assert.deepEqual(jsonLines(queued.stdout).map((e) => e.disposition), ['queued', 'queued']);
+
+    const reset = await cli(['sessions', 'reset', 'agent:main:main', '--yes', '--json']);
+    assert.equal(reset.code, 0, reset.stderr);
+    const outcome = jsonLines(reset.stdout)[0];
+    assert.deepEqual(outcome.expired.map((e: { type: string; runId: string; reason: string; sessionId: string }) => [e.type, e.runId, e.reason, e.sessionId]), [
+      ['expired', 'r1', 'rebind', outcome.previousSessionId],
+      ['expired', 'r2', 'rebind', outcome.previousSessionId],
+    ]);
+    const listed = await cli(['queue', 'list', '--json']);
+    assert.deepEqual(jsonLines(listed.stdout), [{ items: [], active: [] }], 'nothing left waiting');
+
+    // The next message runs alone; nobody reports r1/r2 a second time.
+    const next = await cli(['ingest'], `${line({ channel: 'telegram', peer: 'direct:1', text: 'three', runId: 'r3' })}\n`);
+    assert.equal(next.code, 0, next.stderr);
+    assert.deepEqual(jsonLines(next.stdout).filter((e) => e.type === 'expired'), []);
+    const store = JSON.parse(fs.readFileSync(path.join(state, 'agents', 'main', 'sessions', 'sessions.json'), 'utf8'));
+    const records = fs.readFileSync(path.join(state, 'agents', 'main', 'sessions', store['agent:main:main'].sessionFile), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(records.filter((r) => r.customType === 'expired').map((r) => r.data.runId), ['r1', 'r2'], 'recorded once, after the reset notice');
+    assert.equal(records[1].type, 'reset_notice');
+
+    const human = await cli(['ingest', '--no-wait'], `${line({ channel: 'telegram', peer: 'direct:1', text: 'four', runId: 'r4' })}\n`);
+    assert.equal(human.code, 0, human.stderr);
+    const said = await cli(['sessions', 'reset', 'agent:main:main', '--yes']);
+    assert.match(said.stdout, /1 waiting message\(s\) of the old instance expired: r4 \(telegram:direct:1\)/);
+  });
+});
