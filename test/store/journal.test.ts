@@ -20,18 +20,20 @@ function writeJournalFile(storePath: string, sessions: unknown[], version = 1): 
   fs.writeFileSync(journalPathFor(storePath), JSON.stringify({ version, pid: 1, writtenAt: new Date().toISOString(), sessions }));
 }
 
-for (const version of [1, 2]) {
+for (const version of [1, 2, 3]) {
   test(`a journalled batch (version ${version}) whose records are down is installed by the next writer; missing ids are forgotten`, async () => {
     const { dir, storePath } = setup();
     const base = { sessionId: 'old', updatedAt: 1 };
     fs.writeFileSync(storePath, JSON.stringify({ 'agent:main:a': base }));
     // The dead writer planned a new instance with two messages but only the first record is down.
     await appendToTranscript(path.join(dir, 'new-id.jsonl'), { type: 'message', id: 'r1', message: { role: 'user', messageId: 'm1' } }, { session: { sessionId: 'new-id' } });
-    // A version-1 journal comes from a switchboard that stored the duplicate memory as pairs.
-    const recentMessageIds = version === 1 ? [['m1', 2], ['m2', 2]] : '2 m1\n2 m2';
+    // A version-1 journal comes from a switchboard that stored the duplicate memory as pairs; up
+    // to version 2 the memory (and the journal) named bare messageIds, since 3 route keys.
+    const key = (id: string) => (version === 3 ? `telegram default direct:1  ${id}` : id);
+    const recentMessageIds = version === 1 ? [['m1', 2], ['m2', 2]] : `2 ${key('m1')}\n2 ${key('m2')}`;
     const planned = { sessionId: 'new-id', sessionFile: 'new-id.jsonl', updatedAt: 2, recentMessageIds };
     const session: JournalSession =
-      { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, files: ['other.jsonl', 'new-id.jsonl'], records: [['r1', 1, 'm1'], ['r2', 1, 'm2']] };
+      { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, files: ['other.jsonl', 'new-id.jsonl'], records: [['r1', 1, key('m1')], ['r2', 1, key('m2')]] };
     const v1 = { sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, records: [{ id: 'r1', sessionFile: 'new-id.jsonl', messageId: 'm1' }, { id: 'r2', sessionFile: 'new-id.jsonl', messageId: 'm2' }] };
     writeJournalFile(storePath, [version === 1 ? v1 : session], version);
     await updateSessionStore(storePath, (store) => {
@@ -39,7 +41,7 @@ for (const version of [1, 2]) {
     });
     const store = await readSessionStore(storePath);
     assert.equal(store['agent:main:a']?.sessionId, 'new-id');
-    assert.equal(store['agent:main:a']?.recentMessageIds, '2 m1');
+    assert.equal(store['agent:main:a']?.recentMessageIds, `2 ${key('m1')}`);
     assert.equal(store['agent:main:other']?.sessionId, 'x');
     assert.equal(fs.readFileSync(journalPathFor(storePath), 'utf8'), '', 'the journal is emptied once applied');
   });
