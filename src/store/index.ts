@@ -21,3 +21,4 @@ export { entryHash, entryTextHash, journalPathFor, readJournal, JOURNAL_SUFFIX, 
 export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, isInMemory, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';
 export { readRemovedMemories, readRemovedMemoryFile, removedMemoryPathFor, REMOVED_MEMORY_SUFFIX, type RemovedMemory, type RemovedMemories } from './removed-memory.js';
 export { addRecordRoute, duplicateKeyOfRecord } from './record-route.js';
+export { repeatedTopLevelKeys, type RepeatedKey } from './repeated-keys.js';

@@ -475,3 +475,36 @@ describe('doctor', () => {
     t.diagnostic(`${acknowledged.length} acknowledged; repaired: ${repaired.report.stores[0].problems.map((p: any) => p.kind).join(', ') || 'nothing'}`);
   });
 });
+
+describe('a session key written twice in sessions.json', () => {
+  test('is a repeated-key problem with its lines; --repair keeps the bytes and writes the entry readers use', async () => {
+    const { state, config } = newState();
+    await ingest(state, config, '2026-11-30T10:00:00Z', [
+      { channel: 'telegram', peer: 'direct:a', text: 'hi' },
+      { channel: 'telegram', peer: 'direct:b', text: 'hello' },
+    ]);
+    const storePath = path.join(sessionsDir(state), 'sessions.json');
+    const store = readStore(state);
+    const a = store['agent:main:direct:a'];
+    const b = store['agent:main:direct:b'];
+    // A hand edit that pasted a's entry again, under a key spelled with an escape: one key to JSON.parse.
+    const text = `{\n  "agent:main:direct:a": ${JSON.stringify(a)},\n  "agent:main:direct:b": ${JSON.stringify(b)},\n  "agent:main:direct:\\u0061": ${JSON.stringify({ ...a, label: 'the copy' })}\n}\n`;
+    fs.writeFileSync(storePath, text);
+
+    const check = await doctor(state, config);
+    assert.equal(check.code, PROBLEMS_EXIT);
+    const found = check.report.stores[0].problems.filter((p: { kind: string }) => p.kind === 'repeated-key');
+    assert.deepEqual(found.map((p: { sessionKey: string; lines: number[] }) => [p.sessionKey, p.lines]), [['agent:main:direct:a', [2, 4]]]);
+    assert.match(found[0].message, /takes the one on line 4/);
+
+    const repaired = await doctor(state, config, '--repair');
+    assert.equal(repaired.code, 0, JSON.stringify(repaired.report));
+    const problem = repaired.report.stores[0].problems.find((p: { kind: string }) => p.kind === 'repeated-key');
+    assert.equal(problem.repaired, true);
+    assert.equal(fs.readFileSync(problem.backup, 'utf8'), text, 'the file as it was is kept');
+    const after = fs.readFileSync(storePath, 'utf8');
+    assert.equal((after.match(/"agent:main:direct:a"/g) ?? []).length, 1);
+    assert.equal(readStore(state)['agent:main:direct:a'].label, 'the copy', 'the entry every reader used');
+    assert.equal((await doctor(state, config)).code, 0);
+  });
+});

@@ -6,7 +6,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { describeSchemaErrors, schemaValidator } from '../../config/index.js';
-import { describeFileKind, lstatKind, parseSessionStore, serializeSessionStore, withLock, type SessionStore } from '../../store/index.js';
+import { describeFileKind, lstatKind, parseSessionStore, repeatedTopLevelKeys, serializeSessionStore, withLock, type SessionStore } from '../../store/index.js';
 import { rememberRecordedIds } from './recorded-ids.js';
 import { keepLinkTarget, keepOriginal, readOrNull, replaceWholeFile, statOrNull } from './files.js';
 import type { DoctorChange, RepairOutcome } from './report.js';
@@ -61,6 +61,46 @@ export async function checkStoreFile(doc: StoreCheck): Promise<void> {
     return;
   }
   doc.store = store;
+  await checkRepeatedKeys(doc, bytes);
+}
+
+/**
+ * A key written twice: every reader takes its last entry, and the next write of the store drops
+ * the others, so what a hand edit pasted twice (or a foreign writer wrote) is lost silently.
+ * --repair keeps the file's bytes as sessions.json.bak-<ts> and writes the store as readers see it.
+ */
+async function checkRepeatedKeys(doc: StoreCheck, bytes: Buffer): Promise<void> {
+  const repeated = repeatedTopLevelKeys(bytes.toString('utf8'));
+  if (repeated.length === 0) return;
+  const storePath = doc.location.storePath;
+  const problems = repeated.map(({ key, lines }) =>
+    doc.problem({
+      kind: 'repeated-key',
+      file: storePath,
+      sessionKey: key,
+      line: lines[0],
+      lines,
+      message: `"${key}" is written ${lines.length} times (lines ${lines.join(', ')}): every reader takes the one on line ${lines[lines.length - 1]}, and the next write of the store drops the others`,
+      repairable: true,
+    }),
+  );
+  if (!doc.repair) return;
+  await doc.attempt(problems, () =>
+    withLock(storePath, doc.storeLock(), async (handle) => {
+      const current = await readOrNull(storePath);
+      if (current === null || repeatedTopLevelKeys(current.toString('utf8')).length === 0) return { action: 'nothing to do: it was rewritten meanwhile', changes: [] };
+      const store = parseSessionStore(current, storePath);
+      const backup = await keepOriginal(storePath, 'bak', doc.now());
+      await handle.verifyHeld();
+      await replaceWholeFile(storePath, serializeSessionStore(store, true));
+      doc.store = store;
+      return {
+        action: `rewritten with the entry readers use for each key; the file as it was is kept as ${path.basename(backup)}`,
+        backup,
+        changes: [{ action: 'kept', file: backup, from: storePath }, { action: 'rewrote', file: storePath }],
+      };
+    }),
+  );
 }
 
 /**

@@ -11,6 +11,8 @@ export type DoctorProblemKind =
   | 'store-missing'
   /** sessions.json parses but does not match sessions.schema.json. */
   | 'store-invalid'
+  /** sessions.json writes a session key twice: readers take the last, the next write drops the others. */
+  | 'repeated-key'
   /** The last line of a transcript is incomplete (a writer died mid-append). */
   | 'torn-tail'
   /** Complete lines that are not a record (garbage, NUL bytes, a cut record followed by more). */
