@@ -288,14 +288,15 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
 
 /**
  * Takes the items pinned to the rotated-away instance out of the rotated entry's queue, as the
- * `expired` events to report; none while another live process drains the queue (or its owner's
- * liveness is unknown), since that process reports them to the clients waiting on them.
+ * `expired` events to report; none while a live process drains the queue (this one included: a
+ * `serve` whose maintenance resets a session it drains) or its owner's liveness is unknown, since
+ * that drain reports them to the clients waiting on them.
  */
 function expireOldInstance(entry: QueuedEntry, oldSessionId: string, liveness: Liveness): ExpiredEvent[] {
   const queue = queueOf(entry);
   if (!queue.some((item) => item.sessionId === oldSessionId)) return [];
   if (unknownHolders(entry, liveness)) return [];
-  if (entry.queueOwner !== undefined && !isThisProcess(entry.queueOwner) && ownerAlive(entry.queueOwner, liveness) !== false) return [];
+  if (entry.queueOwner !== undefined && (isThisProcess(entry.queueOwner) || ownerAlive(entry.queueOwner, liveness) !== false)) return [];
   const expired = queue.filter((item) => item.sessionId === oldSessionId);
   setQueue(entry, queue.filter((item) => item.sessionId !== oldSessionId));
   if (queueOf(entry).length === 0 && entry.pendingReset === undefined) delete entry.queueOwner;
