@@ -189,7 +189,7 @@ function maintainText(r: MaintainReport): string {
   }
   lines.push(`  resets: ${r.resets.reset.length} ${verb}applied, ${r.resets.deferred.length} deferred (active run)${r.resets.skipped.length > 0 ? `, ${r.resets.skipped.length} no longer due` : ''}`);
   for (const done of r.resets.reset) {
-    // Only a turn before the reset that did not go well is worth a line of its own.
+    // A reset gets a line of its own only for a turn before it that did not go well, or for what expired with it.
     const turnFailed = done.beforeReset !== undefined && done.beforeReset.status !== 'done';
     if (turnFailed || (done.expired?.length ?? 0) > 0) lines.push(`    reset ${done.sessionKey}${turnFailed ? beforeResetText(done.beforeReset) : ''}${expiredText(done.expired)}`);
   }

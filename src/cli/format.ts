@@ -64,13 +64,13 @@ export async function table(headers: string[], rawRows: string[][]): Promise<str
   return [line(headers), ...rows.map(line)].join('\n') + '\n';
 }
 
-/** How the turn before the reset went, for the one-line summary ('' when none is configured). */
 /** What expired with a rotated instance, for the line that reports the rotation ('' for nothing). */
 export function expiredText(expired: readonly { runId: string; requester: string }[] | undefined): string {
   if (expired === undefined || expired.length === 0) return '';
   return `; ${expired.length} waiting message(s) of the old instance expired: ${expired.map((event) => `${event.runId} (${printable(event.requester)})`).join(', ')}`;
 }
 
+/** How the turn before the reset went, for the one-line summary ('' when none is configured). */
 export function beforeResetText(report: { status: string; reason?: string; message?: string } | null | undefined): string {
   if (report === null || report === undefined) return '';
   if (report.status === 'done') return '; turn before reset: done';

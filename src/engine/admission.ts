@@ -4,7 +4,6 @@
 // Its shapes are in admission-types.ts, the session commands themselves in session-commands.ts.
 
 import { randomUUID } from 'node:crypto';
-import { duplicateKey } from '../core/index.js';
 import { maySteer } from '../runner/index.js';
 import {
   carriedOf,
@@ -272,9 +271,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   };
   const forgetId = (): void => {
     // Not taken, so a retry of the same message must not count as a duplicate.
-    const { messageId } = item.message;
-    if (messageId === undefined || entry.recentMessageIds === undefined) return;
-    forgetDuplicateKey(entry, duplicateKey(item.message.route, messageId));
+    if (plan.duplicateKey === undefined || entry.recentMessageIds === undefined) return;
+    forgetDuplicateKey(entry, plan.duplicateKey);
     if (entry.recentMessageIds === '' && working?.recentMessageIds === undefined) delete entry.recentMessageIds;
   };
 

@@ -3,7 +3,7 @@
 // whose records are down (docs/write-path.md). Used by ingestBatch in ingest.ts.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SwitchboardError, duplicateKey, inPool, isSwitchboardError, newUuid, systemClock } from '../core/index.js';
+import { SwitchboardError, inPool, isSwitchboardError, newUuid, systemClock } from '../core/index.js';
 import { forgetDuplicateKey } from '../policy/index.js';
 import {
   archiveFile,
@@ -307,8 +307,8 @@ async function commitRound(
       for (const item of work.items) {
         lostItems.add(item);
         failed.set(item, troubles.get(work));
-        if (item.message.messageId !== undefined) {
-          const key = duplicateKey(item.message.route, item.message.messageId);
+        const key = item.plan?.duplicateKey;
+        if (key !== undefined) {
           forgetDuplicateKey(entry, key);
           lost.set(key, troubles.get(work));
         }
@@ -321,7 +321,8 @@ async function commitRound(
   for (const [work, err] of troubles) if (takenBack.has(work.sessionKey) && !troubleOfKey.has(work.sessionKey)) troubleOfKey.set(work.sessionKey, err);
   for (const item of planned) {
     if (lostItems.has(item)) continue;
-    const duplicateOfLost = item.message.messageId === undefined ? undefined : unrecorded.get(item.sessionKey)?.get(duplicateKey(item.message.route, item.message.messageId));
+    const key = item.plan?.duplicateKey;
+    const duplicateOfLost = key === undefined ? undefined : unrecorded.get(item.sessionKey)?.get(key);
     if (duplicateOfLost !== undefined) {
       failed.set(item, duplicateOfLost);
       continue;

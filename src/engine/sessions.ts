@@ -234,8 +234,6 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
   const lockOptions = sessionLockOptions(ctx, { sessionKey: key, runId: request.runId });
   const rotate = async (): Promise<RotationOutcome> => {
     const now = ctx.clock.now();
-    const liveness: Liveness = new Map();
-    await learnLiveness(ctx, location, [(await readSessionStore(location.storePath))[key] as QueuedEntry | undefined], liveness);
     type Decision = { skip: string } | { entry: SessionEntry; reason: string; expired: ExpiredEvent[] };
     const decision = await transactSessionStore(location.storePath, async (store, tx): Promise<Decision> => {
       const current = Object.hasOwn(store, key) ? store[key] : undefined;
@@ -253,7 +251,7 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       const notice: Record<string, unknown> = { type: 'reset_notice', reason: decided.reason, previousSessionId: request.sessionId };
       if (request.note) notice.note = request.note;
       if (request.model) notice.model = request.model;
-      const expired = expireOldInstance(next as QueuedEntry, request.sessionId, liveness);
+      const expired = await expireOldInstance(ctx, location, next as QueuedEntry, request.sessionId);
       // Record first: the new instance's transcript exists before sessions.json names it. Under
       // the store lock, so no append of an ingest batch can come in between.
       await appendEntries(transcriptFileOf(location, next), [notice as { type: string }, ...removalRecords(expired)], {
@@ -292,10 +290,12 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
  * `serve` whose maintenance resets a session it drains) or its owner's liveness is unknown, since
  * that drain reports them to the clients waiting on them.
  */
-function expireOldInstance(entry: QueuedEntry, oldSessionId: string, liveness: Liveness): ExpiredEvent[] {
+async function expireOldInstance(ctx: EngineContext, location: StoreLocation, entry: QueuedEntry, oldSessionId: string): Promise<ExpiredEvent[]> {
   const queue = queueOf(entry);
   if (!queue.some((item) => item.sessionId === oldSessionId)) return [];
-  if (unknownHolders(entry, liveness)) return [];
+  // Only now, inside the store update, and only for a queue that has such items: a rotation of an idle session reads nothing more.
+  const liveness: Liveness = new Map();
+  await learnLiveness(ctx, location, [entry], liveness);
   if (entry.queueOwner !== undefined && (isThisProcess(entry.queueOwner) || ownerAlive(entry.queueOwner, liveness) !== false)) return [];
   const expired = queue.filter((item) => item.sessionId === oldSessionId);
   setQueue(entry, queue.filter((item) => item.sessionId !== oldSessionId));

@@ -81,6 +81,8 @@ export interface SessionPlan {
   commandOnly: boolean;
   /** Where a reply to this message goes (see planDelivery); undefined when there is nowhere. */
   replyTo?: DeliveryAddress;
+  /** The message's key in the duplicate memory (core duplicateKey), when it has a messageId: what is remembered, and forgotten if it is not taken. */
+  duplicateKey?: string;
 }
 
 export interface PlanContext {
@@ -151,7 +153,7 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
     if (typeof seenAt === 'number' && now - seenAt < DUPLICATE_WINDOW_MS) {
       // For a removed entry: the instance that recorded it, which nothing else is known of.
       const entry = existing ?? { sessionId: memory.sessionId, updatedAt: seenAt };
-      return { entry, created: false, duplicate: true, text: message.text, commandOnly: false, replyTo: planDelivery(existing, message, ctx).replyTo };
+      return { entry, created: false, duplicate: true, text: message.text, commandOnly: false, replyTo: planDelivery(existing, message, ctx).replyTo, duplicateKey: seenKey };
     }
   }
 
@@ -219,7 +221,7 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
   if (seenKey !== undefined) rememberDuplicateKey(entry, seenKey, now);
   applyMessageLabels(entry, message, created);
   noteDmSender(entry, message, ctx.sessionKey);
-  return { entry, rotation, created, duplicate: false, text, commandOnly, replyTo: delivery.replyTo };
+  return { entry, rotation, created, duplicate: false, text, commandOnly, replyTo: delivery.replyTo, duplicateKey: seenKey };
 }
 
 /** Which event moves which field (store.md "SessionEntry"). */

@@ -233,4 +233,18 @@ describe('a reset and what waited for the old instance', () => {
     const said = await cli(['sessions', 'reset', 'agent:main:main', '--yes']);
     assert.match(said.stdout, /1 waiting message\(s\) of the old instance expired: r4 \(telegram:direct:1\)/);
   });
+
+  test('maintain\'s due daily reset expires them the same way and says so', async () => {
+    const state = tempDir('sb-maintain-queue-');
+    const config = writeJson(path.join(state, 'c.json'), { session: { reset: { mode: 'daily', atHour: 4 } }, agents: { defaults: { runner: { command: 'builtin:echo' } } } });
+    const cli = (args: string[], input?: string) => runCli([...args, '--state-dir', state, '--config', config], input === undefined ? {} : { input });
+    const queued = await cli(['ingest', '--no-wait', '--now', '2026-11-30T10:00:00Z'], `${line({ channel: 'telegram', peer: 'direct:1', text: 'one', runId: 'q1' })}\n`);
+    assert.deepEqual(jsonLines(queued.stdout).map((e) => e.disposition), ['queued']);
+    const maintained = await cli(['maintain', '--json', '--now', '2026-12-01T05:00:00Z']);
+    assert.equal(maintained.code, 0, maintained.stderr);
+    const done = jsonLines(maintained.stdout)[0].resets.reset;
+    assert.deepEqual(done.map((r: { sessionKey: string; expired: { runId: string }[] }) => [r.sessionKey, r.expired.map((e) => e.runId)]), [['agent:main:main', ['q1']]]);
+    const text = await cli(['queue', 'list', '--json']);
+    assert.deepEqual(jsonLines(text.stdout), [{ items: [], active: [] }]);
+  });
 });
