@@ -361,7 +361,7 @@ export async function executeTurn(ctx: EngineContext, host: RunHost, turn: TurnS
   host.register(run);
   let entered = false;
   try {
-    await withLock(turn.transcript, { ...sessionLockOptions(ctx, { sessionKey: turn.ref.sessionKey, runId: turn.runId }), runTimeoutMs: turn.spec.timeoutMs }, async (handle) => {
+    await withLock(turn.transcript, { ...sessionLockOptions(ctx, { sessionKey: turn.ref.sessionKey, runId: turn.runId }), runTimeoutMs: turn.spec.timeoutMs, startsRunner: true }, async (handle) => {
       entered = true;
       await run.execute(handle);
     });

@@ -8,7 +8,10 @@
 //   <target>.lock/owner.json   the owner record, written by the holder right after the mkdir
 //   <target>.lock/child.json   the runner process the holding started, if it started one (a
 //                              session lock held for a run): whoever takes the lock over kills it,
-//                              so a run whose switchboard died does not go on beside the next one
+//                              so a run whose switchboard died does not go on beside the next one.
+//                              Made empty with owner.json and filled in place once the runner is
+//                              up: a file created in the folder later would change its mtime,
+//                              which proper-lockfile's refresh takes for a takeover
 //
 // Why the owner record lives INSIDE the lock directory, although proper-lockfile removes locks
 // with rmdir (which fails with ENOTEMPTY on a non-empty directory):
@@ -55,7 +58,7 @@
 // clock: ages are compared with file mtimes and with other processes' records.
 
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -369,12 +372,29 @@ interface ChildRecord {
   startTicks?: number;
 }
 
-/** Holder side: names the runner process this holding started (written in place, like owner.json). */
+/** Holder side, at acquisition: the empty child record of a holding that will start a runner. */
+export function reserveChildRecord(lockPath: string): void {
+  writeFileSync(path.join(lockPath, CHILD_FILE), '', { mode: 0o600, flag: 'wx' });
+}
+
+/**
+ * Holder side: names the runner process this holding started, in the child record reserved when
+ * the lock was taken (writing the bytes of an existing file leaves the folder's mtime alone; a
+ * new file would make the holder's next refresh report its own lock as lost). A holding without
+ * a reserved record names no runner: opened without creating it, and without following a link.
+ */
 export function writeChildRecord(lockPath: string, pid: number): void {
   const record: ChildRecord = { pid, hostname: HOSTNAME };
   const startTicks = readProcStat(pid)?.startTicks;
   if (startTicks !== undefined) record.startTicks = startTicks;
-  writeFileSync(path.join(lockPath, CHILD_FILE), `${JSON.stringify(record)}\n`, { mode: 0o600, flag: 'w' });
+  const bytes = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8');
+  const fd = openSync(path.join(lockPath, CHILD_FILE), fsConstants.O_RDWR | fsConstants.O_NOFOLLOW);
+  try {
+    writeSync(fd, bytes, 0, bytes.length, 0);
+    ftruncateSync(fd, bytes.length);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

@@ -29,6 +29,7 @@ import {
   mayTakeOver,
   now,
   ownerRecordFor,
+  reserveChildRecord,
   writeOwnerRecord,
   type LockInfo,
   type LockOwnerInfo,
@@ -57,6 +58,11 @@ export interface LockOptions {
   /** 'stale' (default) or 'dead': never take the lock from a live holder on this host. */
   takeover?: TakeoverPolicy;
   owner?: LockOwnerInfo;
+  /**
+   * The holding starts a runner process and names it (LockHandle.noteChild): its child.json is
+   * made empty with owner.json, so that naming the runner later changes no folder entry (see lockOnce).
+   */
+  startsRunner?: boolean;
 }
 
 export interface ResolvedLockSettings {
@@ -65,6 +71,7 @@ export interface ResolvedLockSettings {
   maxHoldMs: number;
   busyCode: BusyCode;
   takeover: TakeoverPolicy;
+  startsRunner: boolean;
 }
 
 
@@ -87,6 +94,7 @@ export function resolveLockSettings(options: LockOptions = {}): ResolvedLockSett
     maxHoldMs: computeMaxHoldMs(options.runTimeoutMs, options.maxHoldMs),
     busyCode: options.busyCode ?? 'SESSION_BUSY',
     takeover: options.takeover === 'dead' ? 'dead' : 'stale',
+    startsRunner: options.startsRunner === true,
   };
 }
 
@@ -348,9 +356,12 @@ async function lockOnce(
   try {
     // Creating owner.json changes the directory's mtime, which proper-lockfile checks against
     // the one it recorded at its first refresh (staleMs / 2): put it back, or every lock held
-    // longer than that would be reported compromised.
+    // longer than that would be reported compromised. Any later change of the folder's entries
+    // would do the same, so the child record a run fills in once its runner has started is made
+    // here too (the runner is named in place, which leaves the folder alone).
     const recorded = statSync(lockPath);
     await writeOwnerRecord(lockPath, owner);
+    if (settings.startsRunner) reserveChildRecord(lockPath);
     utimesSync(lockPath, recorded.atime, recorded.mtime);
   } catch (err) {
     await lockfile.unlock(target, { lockfilePath: lockPath, realpath: false, fs: KEEP_DIRECTORY_FS }).catch(() => undefined);

@@ -56,6 +56,38 @@ describe('case 10: a message arriving while a long run holds the session lock', 
   });
 });
 
+describe('a run that outlasts its lock\'s refreshes', () => {
+  test('keeps its session write lock: naming its runner in the lock folder is no takeover', async () => {
+    // The holder refreshes the folder's mtime every staleMs / 2 and checks that it is still the
+    // mtime it set; a file made in the folder after that (child.json, once the runner started)
+    // changed it, and every run was aborted ("lock was lost") at its first refresh.
+    const env = queueEnv(holdConfig({ mode: 'followup' }, { session: { dmScope: 'per-peer', writeLock: { staleMs: 2_000 } } }));
+    const live = new LiveIngest(env);
+    live.send(alice('long run'));
+    const started = await live.waitFor((e) => e.type === 'run_started', 'the long run');
+    const lockDir = `${sessionsDir(env)}/${readStore(env)[KEY].sessionFile}.lock`;
+    const childRecord = path.join(lockDir, 'child.json');
+    const deadline = Date.now() + 20_000;
+    // Until two refreshes (one a second) have passed since the runner was named: each sets a new mtime.
+    const mtimes = new Set<number>();
+    while (mtimes.size < 3) {
+      assert.equal(eventsOf(live.events, 'run_failed').length, 0, `the run was stopped: ${JSON.stringify(eventsOf(live.events, 'run_failed'))}`);
+      assert.ok(Date.now() < deadline, 'the lock folder was not refreshed');
+      try {
+        if (JSON.parse(fs.readFileSync(childRecord, 'utf8')).pid > 0) mtimes.add(fs.statSync(lockDir).mtimeMs);
+      } catch {
+        // the runner is not named yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    releaseHolds(env);
+    const ended = await live.waitFor((e) => e.type === 'run_ended' && e.runId === started.runId, 'the end of the run');
+    assert.equal(ended.status, 'done');
+    await live.finish();
+    assert.deepEqual(eventsOf(live.events, 'run_failed'), []);
+  });
+});
+
 describe('case 13: work queued under the old sessionId after a reset', () => {
   test('expires (reported) and is never delivered into the new instance; the reset interrupts the run', async () => {
     const env = queueEnv(holdConfig({ mode: 'followup' }));

@@ -83,13 +83,33 @@ describe('settings', () => {
   });
 
   test('resolveLockSettings applies defaults and proper-lockfile floors', () => {
-    assert.deepEqual(resolveLockSettings({}), { acquireTimeoutMs: 60_000, staleMs: 10_000, maxHoldMs: 300_000, busyCode: 'SESSION_BUSY', takeover: 'stale' });
+    assert.deepEqual(resolveLockSettings({}), { acquireTimeoutMs: 60_000, staleMs: 10_000, maxHoldMs: 300_000, busyCode: 'SESSION_BUSY', takeover: 'stale', startsRunner: false });
     const custom = resolveLockSettings({ acquireTimeoutMs: 0, staleMs: 100, runTimeoutMs: 600_000, busyCode: 'STORE_BUSY' });
-    assert.deepEqual(custom, { acquireTimeoutMs: 0, staleMs: 2_000, maxHoldMs: 720_000, busyCode: 'STORE_BUSY', takeover: 'stale' });
+    assert.deepEqual(custom, { acquireTimeoutMs: 0, staleMs: 2_000, maxHoldMs: 720_000, busyCode: 'STORE_BUSY', takeover: 'stale', startsRunner: false });
   });
 });
 
 describe('withLock', () => {
+  test('a holding that starts a runner names it in child.json without touching the folder (its refresh would call that a takeover)', async () => {
+    const dir = tempDir();
+    const target = path.join(dir, 'run.jsonl');
+    const lockPath = lockPathFor(target);
+    await withLock(target, { startsRunner: true }, async (handle) => {
+      assert.equal(readFileSync(path.join(lockPath, 'child.json'), 'utf8'), '', 'reserved empty with the owner record');
+      const folderMtime = statSync(lockPath).mtimeMs;
+      handle.noteChild(process.pid);
+      handle.noteChild(process.pid);
+      assert.equal(statSync(lockPath).mtimeMs, folderMtime);
+      const child = JSON.parse(readFileSync(path.join(lockPath, 'child.json'), 'utf8'));
+      assert.deepEqual([child.pid, typeof child.startTicks], [process.pid, 'number']);
+    });
+    assert.equal(existsSync(lockPath), false, 'released with its child record');
+    await withLock(target, {}, async (handle) => {
+      handle.noteChild(process.pid);
+      assert.deepEqual(readdirSync(lockPath), ['owner.json'], 'a holding that reserved none names no runner');
+    });
+  });
+
   test('holds <target>.lock with a readable owner record and removes everything on release', async () => {
     const dir = tempDir();
     const target = path.join(dir, 's1.jsonl');
