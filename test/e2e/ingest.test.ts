@@ -454,4 +454,29 @@ describe('input sources', () => {
     assert.equal(asArgument.code, 0, asArgument.stderr);
     assert.deepEqual(jsonLines(asArgument.stdout).map((e) => e.disposition), ['recorded', 'recorded'], 'no messageId: recorded again');
   });
+
+  test('stdin redirected from a file is read from where the shell left it (`{ head -n1; ingest; } < file`), to the end', async () => {
+    const state = tempDir();
+    const file = path.join(state, 'in.ndjson');
+    const first = `${line({ channel: 'x', peer: 'direct:a', text: 'read by someone else' })}\n`;
+    // Over a megabyte after the first line, so a reader with large chunks needs several of them.
+    const rest = Array.from({ length: 6000 }, (_, i) => line({ channel: 'x', peer: `direct:p${i % 7}`, text: `${i} ${'y'.repeat(200)}` })).join('\n');
+    fs.writeFileSync(file, `${first}${rest}\n`);
+    const fd = fs.openSync(file, 'r');
+    fs.readSync(fd, Buffer.alloc(first.length), 0, first.length, null); // moves the shared offset
+    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin', 'switchboard'), 'ingest', '--state-dir', state], { stdio: [fd, 'pipe', 'pipe'] });
+    fs.closeSync(fd);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve, reject) => child.on('error', reject).on('close', resolve));
+    assert.equal(code, 0, stderr);
+    const events = jsonLines(stdout);
+    assert.equal(events.length, 6000);
+    assert.ok(events.every((e) => e.disposition === 'recorded'));
+    const texts = Object.values(readStore(state, 'main')).flatMap((entry: any) => transcriptLines(state, 'main', entry.sessionFile).filter((r) => r.type === 'message').map((r) => r.message.content[0].text as string));
+    assert.equal(texts.length, 6000);
+    assert.ok(!texts.includes('read by someone else'), 'the line before the offset is not ingested');
+  });
 });
