@@ -48,6 +48,9 @@ const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\
  * escape sequence, BEL or an RTL override in it is written as `\u{…}`, never sent to the terminal.
  */
 export function printable(text: string): string {
+  // Store fields are shown as they are; one of another type than the display expects (a model
+  // that is a number, written by some other tool) is shown as JSON rather than failing the command.
+  if (typeof text !== 'string') text = JSON.stringify(text) ?? String(text);
   return text.replace(UNPRINTABLE, (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
 }
 

@@ -82,7 +82,7 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
     ['first sender', senderLine(entry.origin)],
     // Sub-agent lineage (OpenClaw also names the parent as `spawnedBy`): only sub-agents have it.
     ...(lineageLine(entry) !== null ? [['spawned by', lineageLine(entry)!] as [string, string]] : []),
-    ['model', entry.modelOverride ?? entry.model ?? '-'],
+    ['model', modelLine(entry)],
     ['tokens', tokensLine(tokenCountsOf(entry))],
     ['pinned', entry.pinned ? 'yes' : 'no'],
     ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
@@ -91,6 +91,12 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
   ];
   ctx.streams.stdout.write(rows.map(([k, v]) => `${k.padEnd(18)}${printable(v)}\n`).join(''));
   return 0;
+}
+
+/** The model the session uses: an override first; a value of another type is shown, not used. */
+function modelLine(entry: Record<string, unknown>): string {
+  const model = entry.modelOverride ?? entry.model;
+  return model === undefined || model === null ? '-' : printable(model as string);
 }
 
 function labelsLine(entry: Record<string, unknown>): string {

@@ -192,17 +192,88 @@ const isObject = (value: unknown): boolean => typeof value === 'object' && value
 const isTime = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value);
 
 /**
- * Times inside the queue fields (switchboard's own, always written as numbers): when present they
- * must be finite. Checked by name because a writer turns an infinite number into null, and null
- * would pass a check for infinite numbers alone.
+ * The queue's records in an entry (switchboard's own, policy/queue-records.ts): the fields that
+ * drains, listings, liveness checks and recovery read without a fallback must be there with
+ * their type; the optional ones, when present, must have theirs. A time is checked by name
+ * because a writer turns an infinite number into null, and null would pass a check for infinite
+ * numbers alone. Before, `activeRun: {}` passed (it is an object), and `sessions delete` waited
+ * for that "run" of no process to end; a queued `text: 7` made `queue` fail as an internal error.
  */
-const NESTED_TIMES = [
-  ['activeRun', 'startedAt'],
-  ['queueOwner', 'since'],
-  ['pendingReset', 'requestedAt'],
+type FieldType = 'id' | 'text' | 'time' | 'pid' | 'list';
+interface RecordShape {
+  required: readonly (readonly [string, FieldType])[];
+  optional: readonly (readonly [string, FieldType])[];
+}
+const ACTIVE_RUN_SHAPE: RecordShape = {
+  required: [['runId', 'id'], ['pid', 'pid'], ['hostname', 'text'], ['startedAt', 'time']],
+  optional: [['sessionId', 'id'], ['processStartTime', 'time'], ['lane', 'text'], ['messages', 'list']],
+};
+const QUEUE_OWNER_SHAPE: RecordShape = {
+  required: [['pid', 'pid'], ['hostname', 'text']],
+  optional: [['since', 'time'], ['processStartTime', 'time']],
+};
+const PENDING_RESET_SHAPE: RecordShape = { required: [], optional: [['requestedAt', 'time'], ['previousSessionId', 'text'], ['reason', 'text']] };
+const QUEUE_ITEM_SHAPE: RecordShape = {
+  required: [['runId', 'id'], ['sessionId', 'id'], ['text', 'text'], ['enqueuedAt', 'time']],
+  optional: [
+    ['wallAt', 'time'], ['mode', 'text'], ['state', 'text'], ['kind', 'text'], ['requester', 'text'], ['channel', 'text'],
+    ['messageId', 'text'], ['debounceMs', 'time'], ['maxWaitMs', 'time'], ['claimedBy', 'text'], ['leasedBy', 'text'], ['orphanedFrom', 'text'],
+  ],
+};
+const OUTBOX_ITEM_SHAPE: RecordShape = { required: [['id', 'id'], ['sessionId', 'id'], ['records', 'list']], optional: [] };
+const ENTRY_RECORDS = [
+  ['activeRun', ACTIVE_RUN_SHAPE],
+  ['queueOwner', QUEUE_OWNER_SHAPE],
+  ['pendingReset', PENDING_RESET_SHAPE],
 ] as const;
-const QUEUE_ITEM_TIMES = ['enqueuedAt', 'wallAt'] as const;
+const ENTRY_RECORD_LISTS = [
+  ['queue', QUEUE_ITEM_SHAPE],
+  ['outbox', OUTBOX_ITEM_SHAPE],
+] as const;
 const NO_ITEMS: readonly Record<string, unknown>[] = [];
+
+const FIELD_TYPE_NAMES: Record<FieldType, string> = {
+  id: 'a non-empty string',
+  text: 'a string',
+  time: 'a time in epoch ms',
+  pid: 'a process id',
+  list: 'a list',
+};
+
+function hasType(value: unknown, type: FieldType): boolean {
+  switch (type) {
+    case 'id':
+      return typeof value === 'string' && value !== '';
+    case 'text':
+      return typeof value === 'string';
+    case 'time':
+      return isTime(value);
+    case 'pid':
+      return Number.isSafeInteger(value) && (value as number) > 0;
+    case 'list':
+      return Array.isArray(value);
+  }
+}
+
+function recordProblem(record: Record<string, unknown>, shape: RecordShape, at: string): SessionEntryProblem | null {
+  for (let i = 0; i < shape.required.length; i++) {
+    const [name, type] = shape.required[i]!;
+    const value = record[name];
+    if (!hasType(value, type)) {
+      const field = `${at}.${name}`;
+      return { field, reason: value === undefined ? `${field} is missing` : `${field} is ${describeValue(value)}, not ${FIELD_TYPE_NAMES[type]}` };
+    }
+  }
+  for (let i = 0; i < shape.optional.length; i++) {
+    const [name, type] = shape.optional[i]!;
+    const value = record[name];
+    if (value !== undefined && !hasType(value, type)) {
+      const field = `${at}.${name}`;
+      return { field, reason: `${field} is ${describeValue(value)}, not ${FIELD_TYPE_NAMES[type]}` };
+    }
+  }
+  return null;
+}
 
 /*
  * The checks below run once per entry, 10 000 times in a listing, mostly before V8 has optimised
@@ -211,20 +282,26 @@ const NO_ITEMS: readonly Record<string, unknown>[] = [];
  * check allocate ~2 KB per entry and run several times slower.
  */
 
-function nestedTimeProblem(row: Record<string, unknown>): SessionEntryProblem | null {
-  for (let i = 0; i < NESTED_TIMES.length; i++) {
-    const field = NESTED_TIMES[i]![0];
-    const name = NESTED_TIMES[i]![1];
+/** The queue's records of an entry whose fields are already known to be objects and lists of objects. */
+function queueStateProblem(row: Record<string, unknown>): SessionEntryProblem | null {
+  for (let i = 0; i < ENTRY_RECORDS.length; i++) {
+    const field = ENTRY_RECORDS[i]![0];
     const value = row[field] as Record<string, unknown> | undefined;
     if (value === undefined) continue;
-    if (value[name] !== undefined && !isTime(value[name])) return { field: `${field}.${name}`, reason: `${field}.${name} is ${describeValue(value[name])}, not a time in epoch ms` };
+    const problem = recordProblem(value, ENTRY_RECORDS[i]![1], field);
+    if (problem !== null) return problem;
   }
-  const queue = (row.queue ?? NO_ITEMS) as readonly Record<string, unknown>[];
-  for (let at = 0; at < queue.length; at++) {
-    for (let i = 0; i < QUEUE_ITEM_TIMES.length; i++) {
-      const name = QUEUE_ITEM_TIMES[i]!;
-      const value = queue[at]![name];
-      if (value !== undefined && !isTime(value)) return { field: `queue[${at}].${name}`, reason: `queue[${at}].${name} is ${describeValue(value)}, not a time in epoch ms` };
+  const messages = (row.activeRun as Record<string, unknown> | undefined)?.messages as unknown[] | undefined;
+  if (messages !== undefined) {
+    const at = messages.findIndex((message) => !isObject(message) || typeof (message as Record<string, unknown>).runId !== 'string');
+    if (at >= 0) return { field: `activeRun.messages[${at}]`, reason: `activeRun.messages[${at}] is ${describeValue(messages[at])}, not a message carried by the run ({runId, messageId})` };
+  }
+  for (let i = 0; i < ENTRY_RECORD_LISTS.length; i++) {
+    const field = ENTRY_RECORD_LISTS[i]![0];
+    const items = (row[field] ?? NO_ITEMS) as readonly Record<string, unknown>[];
+    for (let at = 0; at < items.length; at++) {
+      const problem = recordProblem(items[at]!, ENTRY_RECORD_LISTS[i]![1], `${field}[${at}]`);
+      if (problem !== null) return problem;
     }
   }
   return null;
@@ -338,8 +415,8 @@ export function sessionEntryProblem(entry: unknown, sessionsDir: string): Sessio
     const at = list.findIndex((item) => !isObject(item));
     if (at >= 0) return { field: `${field}[${at}]`, reason: `${field}[${at}] is ${describeValue(list[at])}, not an object` };
   }
-  const timeProblem = nestedTimeProblem(row);
-  if (timeProblem !== null) return timeProblem;
+  const queueProblem = queueStateProblem(row);
+  if (queueProblem !== null) return queueProblem;
   const ids = row.recentMessageIds;
   // The duplicate memory: a string, or the [messageId, epoch ms] pairs of older versions. Read
   // any other way it would be forgotten (and overwritten) without a word.

@@ -116,6 +116,43 @@ describe('fields the code walks', () => {
     const checked = await doctor(s);
     assert.deepEqual(checked.problems.filter((p) => p.kind === 'invalid-entry').map((p) => p.sessionKey).sort(), bad.map(keyOf).sort());
   });
+
+  test('queue records missing the fields the queue reads (an activeRun of no process, a queued text that is a number) are unusable too; delete removes such a row at once; displays show odd labels', async () => {
+    const peers = ['run', 'owner', 'item', 'outbox', 'model', 'ok'];
+    const s = await seeded(peers);
+    const store = readStore(s);
+    store[keyOf('run')].activeRun = {};
+    store[keyOf('owner')].queueOwner = { pid: 'x', hostname: 'here' };
+    store[keyOf('item')].queue = [{ runId: 5, text: 7, enqueuedAt: 1, mode: 9, messageId: {} }];
+    store[keyOf('outbox')].outbox = [{ id: 'o1', sessionId: store[keyOf('outbox')].sessionId, records: 'none' }];
+    store[keyOf('model')].model = 5;
+    store[keyOf('model')].modelOverride = { name: 'x' };
+    writeStore(s, store);
+    const bad = ['run', 'owner', 'item', 'outbox'];
+
+    const r = await ingest(s, peers.map((p) => say(p, `to ${p}`, `${p}-1`)));
+    assert.deepEqual(linesOf(r.events), [...bad.map((_, i) => `${i + 1} STORE_CORRUPT`), '5 recorded', '6 recorded']);
+    const messages = r.events.filter((e: any) => e.type === 'error').map((e: any) => e.message as string);
+    ['activeRun.runId is missing', 'queueOwner.pid is "x"', 'queue[0].runId is number 5', 'outbox[0].records is "none"'].forEach((why, i) => assert.ok(messages[i]!.includes(why), `${messages[i]} names ${why}`));
+    const checked = await doctor(s);
+    assert.deepEqual(checked.problems.filter((p) => p.kind === 'invalid-entry').map((p) => p.sessionKey).sort(), bad.map(keyOf).sort());
+
+    // The text views read past them (before: an internal error, exit 1).
+    for (const args of [['queue'], ['sessions'], ['sessions', 'show', keyOf('model')], ['sessions', 'show', keyOf('item')]]) {
+      const shown = await cli(s, ...args);
+      assert.notEqual(shown.code, 1, `${args.join(' ')}: ${shown.stderr}`);
+      assert.doesNotMatch(shown.stderr, /internal error/i, args.join(' '));
+    }
+    const model = await cli(s, 'sessions', 'show', keyOf('model'));
+    assert.equal(model.code, 0, model.stderr);
+    assert.match(model.stdout, /^model\s+\{"name":"x"\}$/m);
+
+    // An activeRun naming no process is nobody's run: delete does not wait for it to end (before:
+    // it polled until the lock timeout, longer than this test's budget).
+    const deleted = await cli(s, 'sessions', 'delete', keyOf('run'), '--json');
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.equal(Object.hasOwn(readStore(s), keyOf('run')), false);
+  });
 });
 
 describe('entries that are not objects', () => {
