@@ -61,8 +61,7 @@ interface DrainTurn {
 interface DrainPlan {
   kind: 'need-liveness' | 'stop' | 'done' | 'wait' | 'turn';
   events: QueueEvent[];
-  /** The outbox's records (and their ids): they leave the outbox once appended. */
-  records: NewTranscriptEntry[];
+  /** The outbox items owed now, by id: appended (those still there then) after the plan, and only then taken out. */
   outboxIds: string[];
   rotation?: { previousSessionId: string; previousSessionFile?: string; reason: string; model?: string };
   sessionId?: string;
@@ -91,7 +90,7 @@ function planDrain(
   nowWall: number,
   afterOverflow: boolean,
 ): DrainPlan {
-  const plan: DrainPlan = { kind: 'stop', events: [], records: [], outboxIds: [], waitMs: 0 };
+  const plan: DrainPlan = { kind: 'stop', events: [], outboxIds: [], waitMs: 0 };
   const entry = store[ref.sessionKey] as QueuedEntry | undefined;
   // A row of the wrong shape, or one sharing its transcript with another key, is left as it is
   // (STORE_CORRUPT for its lines, a doctor finding): a drain would read its queue and write into
@@ -165,9 +164,7 @@ function planDrain(
     noteRemoved(entry, expiries, randomUUID);
     changed = true;
   }
-  const outbox = peekOutbox(entry);
-  plan.records = outbox.records;
-  plan.outboxIds = outbox.ids;
+  plan.outboxIds = peekOutbox(entry).ids;
   plan.sessionId = entry.sessionId;
   plan.sessionFile = entry.sessionFile as string | undefined;
 
@@ -288,9 +285,8 @@ export async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: 
     await executeTurn(ctx, runtime, buildTurn(ctx, ref, plan.turn, sessionId, transcript, spec, preRecords));
     return { kind: 'turn', shape: plan.turn.shape };
   }
-  preRecords.push(...plan.records);
-  if (preRecords.length > 0) {
-    const outboxIds = plan.outboxIds;
+  if (preRecords.length > 0 || plan.outboxIds.length > 0) {
+    const planned = new Set(plan.outboxIds);
     try {
       // In a store transaction, like every append of an idle session's transcript; the notes
       // leave the outbox in the same sessions.json write that follows their fsync.
@@ -300,8 +296,13 @@ export async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: 
         // instance's, and an append would make it again as an orphan. Whatever is still in the
         // outbox goes to the instance the entry names now, with its next drain.
         if (entry === undefined || !isUsableEntry(store, ref.sessionKey, location.sessionsDir) || entry.sessionId !== sessionId || transcriptFileOf(location, entry, ref.sessionKey) !== transcript) return;
-        await appendInStore(ctx, tx, { file: transcript, sessionKey: ref.sessionKey, sessionId, agentId: ref.agentId }, preRecords);
-        if (outboxIds.length > 0 && dropOutbox(entry, outboxIds)) entry.updatedAt = ctx.clock.now();
+        // Only what is still owed: a run that held the session lock while this waited for it
+        // (SESSION_BUSY, retried) may have appended the same outbox items and taken them out.
+        const owed = peekOutbox({ ...entry, outbox: (entry.outbox ?? []).filter((item) => planned.has(item.id)) });
+        const records = [...preRecords, ...owed.records];
+        if (records.length === 0) return;
+        await appendInStore(ctx, tx, { file: transcript, sessionKey: ref.sessionKey, sessionId, agentId: ref.agentId }, records);
+        if (owed.ids.length > 0 && dropOutbox(entry, owed.ids)) entry.updatedAt = ctx.clock.now();
       });
     } catch (err) {
       process.emitWarning(`switchboard: could not record queue notes in ${transcript}: ${toSwitchboardError(err).message}`);

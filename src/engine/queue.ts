@@ -6,12 +6,14 @@ import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import { checkSessionEntry, isInMemory, readSessionStore, sessionEntryProblem, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import { incognitoStoreFor, knownAgentIds, noCommandAgent, noSuchSession, storeWriteOptions, type EngineContext } from './context.js';
+import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import type { QueueItem } from '../policy/index.js';
 import {
   THIS_PROCESS,
   droppedEventOf,
   learnLiveness,
+  noteRemoved,
   ownerAlive,
   queueOf,
   runAlive,
@@ -229,12 +231,17 @@ function cancelledByOf(ctx: EngineContext, request: CancelRequest): CancelledBy 
 }
 
 /**
- * Leaves a cancelled item for the process that drains the session (it reports the drop on the
- * stream that is waiting on it). Without a drainer nothing is waiting on it: this command's own
- * output is the report.
+ * Records what `queue cancel`/`abort` took out, in the same store write that takes it out: a
+ * `custom` record per item (customType `dropped`, who cancelled it and why) goes into the entry's
+ * outbox, which the session's next drain appends to its transcript. A drainer (another process
+ * with a stream waiting on the session) is also left the items, to report them on that stream.
+ * Before, without a drainer, this command's own output was the only report, and a cancel killed
+ * after its write and before its output left a message that had been acknowledged nowhere.
  */
-function leaveForDrainer(entry: QueuedEntry, items: QueueItem[], reason: 'cancelled' | 'stopped', by: CancelledBy): void {
-  if (items.length === 0 || (entry.queueOwner === undefined && entry.activeRun === undefined)) return;
+function noteCancelled(entry: QueuedEntry, items: QueueItem[], reason: 'cancelled' | 'stopped', by: CancelledBy): void {
+  if (items.length === 0) return;
+  noteRemoved(entry, items.map((item) => ({ ...droppedEventOf(item, reason), cancelledBy: by })), randomUUID);
+  if (entry.queueOwner === undefined && entry.activeRun === undefined) return;
   const left = items.map((item) => ({ runId: item.runId, sessionId: item.sessionId, requester: item.requester, messageId: item.messageId ?? null, kind: item.kind, reason, by }));
   entry.cancelledItems = [...(Array.isArray(entry.cancelledItems) ? entry.cancelledItems : []), ...left];
 }
@@ -267,7 +274,7 @@ export async function cancelQueued(ctx: EngineContext, runId: string, request: C
           });
         }
         setQueue(entry, queue.filter((_, i) => i !== index));
-        leaveForDrainer(entry, [queue[index]], 'cancelled', cancelledBy);
+        noteCancelled(entry, [queue[index]], 'cancelled', cancelledBy);
         entry.updatedAt = ctx.clock.now();
         return listed;
       }
@@ -316,7 +323,7 @@ export async function abortSession(ctx: EngineContext, keyOrId: string, request:
     const cancelled = listed.filter((_, index) => !withTheRun(queue[index]));
     const withRun = queue.filter(withTheRun);
     setQueue(entry, withRun);
-    leaveForDrainer(entry, queue.filter((item) => !withTheRun(item)), 'stopped', cancelledBy);
+    noteCancelled(entry, queue.filter((item) => !withTheRun(item)), 'stopped', cancelledBy);
     let aborted: string | null = null;
     if (entry.activeRun) {
       aborted = entry.activeRun.runId;

@@ -156,7 +156,10 @@ export class TurnWriter {
   /** `unreadable`: sessions.json could not be read (the entry is then unknown, not gone). */
   async readOutbox(): Promise<{ records: NewTranscriptEntry[]; ids: string[]; entry: QueuedEntry | undefined; unreadable?: true }> {
     try {
-      const entry = (await readSessionStore(this.turn.ref.location.storePath))[this.turn.ref.sessionKey] as QueuedEntry | undefined;
+      // Read under the store lock: a drain elsewhere appends outbox items in a store transaction
+      // (the session had no lock when it started) and takes them out in the same write; read
+      // without the lock, that write could still be on its way, and the items were appended twice.
+      const entry = await updateStore(this.ctx, this.turn.ref.location, (store) => structuredClone(store[this.turn.ref.sessionKey]) as QueuedEntry | undefined);
       const fresh = entry && Array.isArray(entry.outbox) ? { ...entry, outbox: entry.outbox.filter((item) => !this.outboxAppended.has(item.id)) } : entry;
       const peeked = peekOutbox(fresh);
       for (const id of peeked.ids) this.outboxAppended.add(id);

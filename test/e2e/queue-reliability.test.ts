@@ -274,7 +274,10 @@ describe('queue commands', () => {
     assert.deepEqual([failed.runId, failed.status], ['A', 'aborted']);
     await live.finish();
     assert.deepEqual(eventsOf(live.events, 'run_started').map((e) => e.runId), ['A'], 'nothing queued was promoted into the stopped session');
-    assert.deepEqual(shape(transcriptOf(env, KEY)), ['user:active', 'tool_call', 'custom:run_failed']);
+    // Each cancelled item is recorded by name (C by cancel, B and D by abort), as every drop is.
+    const records = transcriptOf(env, KEY);
+    assert.deepEqual(shape(records), ['user:active', 'tool_call', 'custom:dropped', 'custom:dropped', 'custom:dropped', 'custom:run_failed']);
+    assert.deepEqual(records.filter((r) => r.customType === 'dropped').map((r) => [r.data.runId, r.data.reason]), [['C', 'cancelled'], ['B', 'stopped'], ['D', 'stopped']]);
     const after = await queueCli(env, ['queue', '--json']);
     assert.deepEqual(after.json, { items: [], active: [] });
     const quiet = await queueCli(env, ['queue', 'list', '--session', KEY, '--json']);

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { BIN } from '../helpers.js';
-import { LiveIngest, WAIT_MS, allTranscripts, assertStoreValid, dm, eventsOf, ingestAll, killLiveIngests, queueEnv, queueRunner, readStore, releaseHolds, runnerEnv, type QueueEnv } from '../fixtures/queue-lib.js';
+import { LiveIngest, WAIT_MS, allTranscripts, assertStoreValid, dm, eventsOf, ingestAll, killLiveIngests, queueCli, queueEnv, queueRunner, readStore, releaseHolds, runnerEnv, type QueueEnv } from '../fixtures/queue-lib.js';
 
 after(killLiveIngests);
 
@@ -159,5 +159,33 @@ test('acknowledged queued messages that a reset expires are reported durably, ev
   const recorded = recordedRunIds(env);
   assert.ok(recorded.includes('q0') && !recorded.includes('q1') && !recorded.includes('q2'), 'expired, so never run');
   assert.deepEqual(readStore(env)[KEY].outbox ?? [], [], 'the outbox was emptied by the writer that appended it');
+  assertStoreValid(env);
+});
+
+test('queue cancel and abort with nobody draining the session: each removed item is recorded in the same write that removes it, by name and with who did it', async () => {
+  const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { runner: queueRunner('log') } } });
+  assert.equal((await ingestAll(env, [alice('first', { runId: 'r0' })])).code, 0);
+  // --no-wait: admitted and queued, then the ingest exits; no process drains the session.
+  const queued = await ingestAll(env, [alice('one', { runId: 'c1' }), alice('two', { runId: 'a1' }), alice('three', { runId: 'a2' })], ['--no-wait']);
+  assert.equal(queued.code, 0, queued.stderr);
+  const queuedIds = () => (readStore(env)[KEY].queue ?? []).map((item: any) => item.runId);
+  assert.deepEqual(queuedIds(), ['c1', 'a1', 'a2']);
+  assert.equal(readStore(env)[KEY].queueOwner, undefined, 'nobody drains it');
+
+  assert.equal((await queueCli(env, ['queue', 'cancel', 'c1', '--reason', 'sent twice', '--yes', '--json'])).code, 0);
+  assert.equal((await queueCli(env, ['queue', 'abort', '--session', KEY, '--yes', '--json'])).code, 0);
+  assert.deepEqual(queuedIds(), []);
+  // The write that took them out holds their reports (a cancel killed right after it, before it
+  // printed anything, leaves them there): before, nothing anywhere named them.
+  const owed = (readStore(env)[KEY].outbox ?? []).flatMap((item: any) => item.records);
+  assert.deepEqual(owed.map((r: any) => [r.customType, r.data.runId, r.data.reason]), [['dropped', 'c1', 'cancelled'], ['dropped', 'a1', 'stopped'], ['dropped', 'a2', 'stopped']]);
+  assert.equal(owed[0].data.cancelledBy.reason, 'sent twice');
+  assert.ok(Number.isInteger(owed[0].data.cancelledBy.pid));
+
+  // The session's next drain appends them to its transcript and empties the outbox.
+  assert.equal((await ingestAll(env, [alice('later', { runId: 'r9' })])).code, 0);
+  const dropped = allTranscripts(env).flatMap((t) => t.records).filter((r) => r.type === 'custom' && r.customType === 'dropped');
+  assert.deepEqual(dropped.map((r) => r.data.runId), ['c1', 'a1', 'a2']);
+  assert.deepEqual(readStore(env)[KEY].outbox ?? [], []);
   assertStoreValid(env);
 });
