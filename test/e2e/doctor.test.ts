@@ -138,6 +138,32 @@ describe('doctor', () => {
     assert.equal(JSON.parse(nowhere.stderr.trim()).error.code, 'NOT_FOUND');
   });
 
+  test('a session whose messages all still wait in its queue has no transcript yet: not a problem; one that recorded a message before is', async () => {
+    const state = tempDir('sb-doctor-');
+    roots.push(state);
+    const config = writeJson(path.join(state, 'c.json'), { session: { dmScope: 'per-peer' }, agents: { defaults: { runner: { command: 'builtin:echo' } } } });
+    const input = path.join(state, 'in.ndjson');
+    fs.writeFileSync(input, `${line({ channel: 'telegram', peer: 'direct:q', text: 'waits', messageId: 'q1' })}\n`);
+    // --no-wait: admitted and queued; nothing drains it, so nothing is recorded yet.
+    assert.equal((await runCli(['ingest', input, '--no-wait', '--state-dir', state, '--config', config])).code, 0);
+    const entry = readStore(state)['agent:main:direct:q'];
+    assert.equal(entry.queue.length, 1);
+    assert.equal(fs.existsSync(path.join(sessionsDir(state), entry.sessionFile)), false);
+    const checked = await doctor(state, config);
+    assert.equal(checked.code, 0, JSON.stringify(checked.report.stores[0].problems));
+    const before = snapshot(sessionsDir(state));
+    assert.deepEqual((await doctor(state, config, '--repair')).report.stores[0].changes, []);
+    assert.deepEqual(snapshot(sessionsDir(state)), before, 'no "history was lost" note ahead of the conversation');
+
+    // The memory names a message besides the queued one: that one was recorded, and its file is gone.
+    const store = readStore(state);
+    store['agent:main:direct:q'].recentMessageIds = `${Date.now() - 1000} telegram default direct:q  q0\n${store['agent:main:direct:q'].recentMessageIds}`;
+    fs.writeFileSync(path.join(sessionsDir(state), 'sessions.json'), JSON.stringify(store, null, 2));
+    const lost = await doctor(state, config);
+    assert.equal(lost.code, PROBLEMS_EXIT);
+    assert.deepEqual(kindsAndFiles(lost.report), [`missing-transcript ${entry.sessionFile}`]);
+  });
+
   test('reports every kind of damage (exit 65, writes nothing); --repair fixes all, keeps the original bytes, loses no complete record', async () => {
     const { state, config } = newState();
     const dir = sessionsDir(state);

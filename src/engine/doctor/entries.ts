@@ -71,6 +71,7 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
       continue;
     }
     if (stats === null && doc.plannedRepoints.has(key)) continue; // the orphan problem covers it
+    if (stats === null && nothingRecordedYet(entry)) continue;
     if (stats !== null && doc.liveLocks.has(lockPathFor(file))) continue; // being created right now
     const deleted = (archives.get(name) ?? []).filter((a) => a.startsWith('deleted:')).map((a) => a.slice('deleted:'.length));
     const kind: DoctorProblemKind = stats === null ? 'missing-transcript' : 'empty-transcript';
@@ -93,6 +94,20 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
     });
     if (doc.repair && deleted.length === 0 && wellFormed) await doc.attempt([problem], () => recreateTranscript(doc, key, entry, file));
   }
+}
+
+/**
+ * A session whose every message still waits in its queue (or for the run that has just claimed
+ * it) has no transcript yet: its first record is written when its first turn starts. That is no
+ * lost history — unless the duplicate memory holds more ids than the queue (a message was
+ * recorded besides those waiting: its transcript is gone).
+ */
+function nothingRecordedYet(entry: SessionEntry): boolean {
+  const queue = Array.isArray(entry.queue) ? entry.queue : [];
+  if (queue.length === 0 && entry.activeRun === undefined) return false;
+  const ids = entry.recentMessageIds;
+  const remembered = typeof ids === 'string' ? ids.split('\n').filter((line) => line !== '').length : Array.isArray(ids) ? ids.length : 0;
+  return remembered <= queue.filter((item) => typeof item.messageId === 'string').length;
 }
 
 function isWellFormedKey(key: string): boolean {
