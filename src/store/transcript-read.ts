@@ -3,7 +3,6 @@
 
 import { constants as fsConstants } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
 import { memoryVolumeFor } from './memory-volume.js';
@@ -11,6 +10,15 @@ import { openRegularFile } from './regular-file.js';
 import type { TranscriptHeader, TranscriptReadStats, TranscriptReader, TranscriptRecord } from './transcript.js';
 
 const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+
+/**
+ * A line longer than this is not a record anyone wrote (the largest runner output would be far
+ * smaller): readers skip and count it without holding or decoding it. Decoded, a line of over
+ * ~512 MiB passes V8's string limit and the read failed outright (a RangeError, exit 1), and
+ * one below that still cost readers and appends its size in memory several times over.
+ */
+export const MAX_RECORD_BYTES = 256 * 1024 * 1024;
 
 /** One line as a record, or null when it is not one (readers skip and count such lines). */
 export function parseRecord(line: Buffer | string): TranscriptRecord | null {
@@ -59,7 +67,7 @@ export function readTranscript(transcriptPath: string): TranscriptReader {
 
 async function* streamRecords(file: string, stats: TranscriptReadStats): AsyncGenerator<TranscriptRecord> {
   Object.assign(stats, { bytes: 0, lines: 0, records: 0, skipped: 0, tornTail: false }); // a second pass recounts
-  let stream: Readable; // bytes: readline decodes UTF-8 across chunk borders
+  let stream: Readable; // bytes, split into lines before they are decoded (a UTF-8 sequence never holds a newline byte)
   try {
     const volume = memoryVolumeFor(file);
     stream = volume !== undefined ? volume.createReadStream(file) : (await openRegularFile(file, fsConstants.O_RDONLY)).createReadStream();
@@ -67,23 +75,17 @@ async function* streamRecords(file: string, stats: TranscriptReadStats): AsyncGe
     if (errnoOf(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
     throw ioError(`could not open transcript ${file}`, err);
   }
-  let lastByte = NEWLINE;
-  let streamError: unknown;
-  stream.on('data', (chunk: Buffer | string) => {
-    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    stats.bytes += bytes.length;
-    if (bytes.length > 0) lastByte = bytes[bytes.length - 1] ?? lastByte;
-  });
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
-  stream.on('error', (err) => {
-    streamError = err;
-    lines.close();
-  });
   try {
-    for await (const line of lines) {
-      if (line.trim() === '') continue;
+    for await (const line of byteLines(stream as AsyncIterable<Buffer>, stats)) {
+      if (line === TOO_LONG) {
+        stats.lines += 1;
+        stats.skipped += 1;
+        continue;
+      }
+      const text = line.toString('utf8');
+      if (text.trim() === '') continue;
       stats.lines += 1;
-      const record = parseRecord(line);
+      const record = parseRecord(text);
       if (record === null) {
         stats.skipped += 1;
         continue;
@@ -91,12 +93,60 @@ async function* streamRecords(file: string, stats: TranscriptReadStats): AsyncGe
       stats.records += 1;
       yield record;
     }
-    if (streamError !== undefined) throw ioError(`could not read transcript ${file}`, streamError);
-    stats.tornTail = stats.bytes > 0 && lastByte !== NEWLINE;
+  } catch (err) {
+    if (err instanceof SwitchboardError) throw err;
+    throw ioError(`could not read transcript ${file}`, err);
   } finally {
-    lines.close();
     stream.destroy();
   }
+}
+
+/** Stands for a line over MAX_RECORD_BYTES, whose bytes were not kept. */
+const TOO_LONG = Symbol('too long');
+
+/**
+ * The file's lines as bytes (a CRLF ending loses its CR), counting bytes and noting a torn tail
+ * in `stats`; a line over MAX_RECORD_BYTES comes as TOO_LONG, its bytes dropped as they are read.
+ */
+async function* byteLines(chunks: AsyncIterable<Buffer>, stats: TranscriptReadStats): AsyncGenerator<Buffer | typeof TOO_LONG> {
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let oversized = false;
+  let lastByte = NEWLINE;
+  const finish = (): Buffer | typeof TOO_LONG => {
+    const line = oversized ? TOO_LONG : pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    oversized = false;
+    if (line === TOO_LONG || line[line.length - 1] !== CARRIAGE_RETURN) return line;
+    return line.subarray(0, line.length - 1);
+  };
+  const take = (part: Buffer): void => {
+    if (oversized || part.length === 0) return;
+    if (pendingBytes + part.length > MAX_RECORD_BYTES) {
+      oversized = true;
+      pending = [];
+      pendingBytes = 0;
+      return;
+    }
+    pending.push(part);
+    pendingBytes += part.length;
+  };
+  for await (const chunk of chunks) {
+    stats.bytes += chunk.length;
+    if (chunk.length === 0) continue;
+    lastByte = chunk[chunk.length - 1]!;
+    let start = 0;
+    for (let newline = chunk.indexOf(NEWLINE); newline !== -1; newline = chunk.indexOf(NEWLINE, start)) {
+      take(chunk.subarray(start, newline));
+      yield finish();
+      start = newline + 1;
+    }
+    // Copied: the stream may reuse its chunk's memory for the next read.
+    if (start < chunk.length) take(Buffer.from(chunk.subarray(start)));
+  }
+  if (pendingBytes > 0 || oversized) yield finish();
+  stats.tornTail = stats.bytes > 0 && lastByte !== NEWLINE;
 }
 
 /** Whole transcript in memory: for tests, small files and repairs. Big files: readTranscript. */

@@ -4,12 +4,14 @@
 
 import type { Stats } from 'node:fs';
 import type { AppendableFile } from './memory-volume.js';
-import { parseRecord } from './transcript-read.js';
+import { MAX_RECORD_BYTES, parseRecord } from './transcript-read.js';
 import type { TranscriptRecord } from './transcript.js';
 
 const NEWLINE = 0x0a;
 /** First backwards read when looking for the last record; doubles while a line is longer. */
 const TAIL_CHUNK_BYTES = 64 * 1024;
+/** Backwards reads through a line too long to be a record: only its start is looked for. */
+const SKIP_CHUNK_BYTES = 16 * 1024 * 1024;
 /** Bounds the per-process cache of (file identity, size) → last entry id. */
 const TAIL_CACHE_LIMIT = 10_000;
 
@@ -72,7 +74,9 @@ async function inspectTail(fh: AppendableFile, size: number): Promise<TailInfo> 
     }
     buffer = Buffer.concat([bytes.subarray(0, read), buffer]);
     bufferStart = start;
-    chunk *= 2; // a very long line costs O(its length), not O(length² / chunk)
+    // Doubling, so a long line takes few reads; capped, so that what is held past
+    // MAX_RECORD_BYTES, before such a line is known to be too long, is one chunk more.
+    chunk = Math.min(chunk * 2, SKIP_CHUNK_BYTES);
     return true;
   };
   /** Absolute offset of the last newline before `end`, -1 when not in the buffer (yet). */
@@ -91,18 +95,24 @@ async function inspectTail(fh: AppendableFile, size: number): Promise<TailInfo> 
   let end = endsWithNewline ? size - 1 : size;
   for (;;) {
     let start: number;
+    // A line longer than any record is not one (readers skip it too): its bytes are dropped as
+    // they are read, and only where it starts is looked for. Decoded, a line of over ~512 MiB
+    // failed every append to the session (ERR_STRING_TOO_LONG, reported as IO).
+    let tooLong = false;
     for (;;) {
       const newline = newlineBefore(end);
       if (newline >= 0) {
         start = newline + 1;
         break;
       }
+      if (end - bufferStart > MAX_RECORD_BYTES) tooLong = true;
+      if (tooLong) buffer = Buffer.alloc(0);
       if (!(await readEarlier())) {
         start = 0;
         break;
       }
     }
-    const record = parseRecord(buffer.subarray(start - bufferStart, end - bufferStart));
+    const record = tooLong ? null : parseRecord(buffer.subarray(start - bufferStart, end - bufferStart));
     if (record !== null) {
       if (record.type === 'session') return { endsWithNewline, hasRecord: true, lastEntryId: null };
       const parent = chainParentAfter(record);

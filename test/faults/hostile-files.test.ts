@@ -384,3 +384,33 @@ describe('entries of the wrong shape', () => {
     JSON.parse(fs.readFileSync(s.storePath, 'utf8'));
   });
 });
+
+describe('a transcript line longer than any record', () => {
+  // 600 MiB of NULs and no newline, sparse (truncate extends without writing): decoded as one
+  // string it passes V8's limit (~512 MiB). Before, every reader of the session failed with a raw
+  // RangeError (exit 1) and every append with IO (ERR_STRING_TOO_LONG), and doctor could not help.
+  for (const ending of ['a torn tail', 'a complete line'] as const) {
+    test(`as ${ending}: readers skip and count it, appends go on from the record before it`, async () => {
+      const s = await seeded(['a']);
+      const file = path.join(s.dir, readStore(s)[keyOf('a')].sessionFile);
+      const recordsBefore = jsonLines(fs.readFileSync(file, 'utf8'));
+      fs.truncateSync(file, fs.statSync(file).size + 600 * 1024 * 1024);
+      if (ending === 'a complete line') fs.appendFileSync(file, '\n');
+
+      const shown = await cli(s, 'sessions', 'transcript', keyOf('a'), '--json');
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.deepEqual(jsonLines(shown.stdout).map((r) => r.id), recordsBefore.map((r) => r.id));
+      const details = await cli(s, 'sessions', 'show', keyOf('a'), '--json');
+      assert.equal(details.code, 0, details.stderr);
+
+      const r = await ingest(s, [say('a', 'after the long line')]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(r.events.map((e: any) => e.disposition), ['recorded']);
+      const again = await cli(s, 'sessions', 'transcript', keyOf('a'), '--json');
+      const records = jsonLines(again.stdout);
+      const last = records.at(-1);
+      assert.equal(last.message.content[0].text, 'after the long line', 'on a fresh line after the long one');
+      assert.equal(last.parentId, recordsBefore.at(-1).id, 'chained to the record before the long line');
+    });
+  }
+});
