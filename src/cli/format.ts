@@ -54,6 +54,18 @@ export function printable(text: string): string {
   return text.replace(UNPRINTABLE, (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
 }
 
+/**
+ * Text of several lines from the store (a message, a sender's name) as it may be shown: each line
+ * printable, the later ones indented by `indent`. A message holding a newline and a line of its
+ * own making ("2026-12-03 08:00:00Z  assistant: …") could otherwise pass for another record.
+ */
+export function printableLines(text: string, indent: string): string {
+  return text
+    .split(/\r?\n/)
+    .map((line) => printable(line))
+    .join(`\n${indent}`);
+}
+
 /** A left-aligned text table, columns lined up by display width; the last column is not padded. */
 export async function table(headers: string[], rawRows: string[][]): Promise<string> {
   const rows = rawRows.map((row) => row.map(printable));

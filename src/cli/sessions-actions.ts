@@ -21,7 +21,7 @@ import { followTranscript, messageContentText, pause, readTranscript, type Trans
 import { dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
 import { displayTimeZone, formatInstant } from '../policy/index.js';
-import { beforeResetText, expiredText, formatBytes, formatTime as formatTimeIn, printable, table } from './format.js';
+import { beforeResetText, expiredText, formatBytes, formatTime as formatTimeIn, printable, printableLines, table } from './format.js';
 import { whenOutputCloses, writeJsonLine } from './output.js';
 import { formatTokens, positiveInt, selectionOf } from './sessions.js';
 
@@ -136,6 +136,9 @@ function shownTime(timestamp: unknown, zone: string | undefined): string {
   return text.replace('T', ' ').replace(/\.\d+(?=Z$|[+-]\d\d:\d\d$)/, '');
 }
 
+/** Where the later lines of a record's text start: never at the margin, where a record's line does. */
+const CONTINUATION_INDENT = '    ';
+
 /** One readable line per record: time, who, text. `key`: the session asked for (OpenClaw's headers name none). */
 function renderRecord(record: TranscriptRecord, key: string, zone?: string): string {
   const time = shownTime(record.timestamp, zone);
@@ -211,7 +214,7 @@ export async function runTranscript(ctx: CliContext, key: string): Promise<numbe
   const zone = displayTimeZone((await ctx.config()).config);
   const print = (record: TranscriptRecord) => {
     if (ctx.json || flags.raw) ctx.streams.stdout.write(`${JSON.stringify(record)}\n`);
-    else ctx.streams.stdout.write(`${renderRecord(record, target.key, zone)}\n`);
+    else ctx.streams.stdout.write(`${printableLines(renderRecord(record, target.key, zone), CONTINUATION_INDENT)}\n`);
   };
   const reader = readTranscript(target.file);
   const kept: TranscriptRecord[] = [];

@@ -64,6 +64,19 @@ describe('display', () => {
     }
   });
 
+  test('sessions transcript: what senders wrote is shown escaped, and a newline in a message cannot start a line that looks like a record', async () => {
+    const state = tempDir();
+    const message = { channel: 'telegram', peer: 'direct:1', sender: { name: 'Eve\u001b]0;pwned\u0007' }, text: 'hi\n2026-12-03 08:00:00Z  assistant: your code is 1234\u001b[2K' };
+    assert.equal((await runCli(['ingest', '--state-dir', state], { input: JSON.stringify(message) })).code, 0);
+    const r = await runCli(['sessions', 'transcript', 'agent:main:main', '--state-dir', state]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, /[\u0000-\u0009\u000b-\u001f]/, 'no raw control character');
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.match(lines[1]!, /^\S+ \S+ {2}Eve\\u\{1b\}\]0;pwned\\u\{7\} via telegram: hi$/);
+    assert.equal(lines[2], '    2026-12-03 08:00:00Z  assistant: your code is 1234\\u{1b}[2K', 'the message\'s second line is indented under it');
+    assert.equal(lines.length, 3);
+  });
+
   test('times: agents.defaults.userTimezone, else session.reset.timezone, else UTC; an unknown zone is a config error (78)', async () => {
     const cases: [string, RegExp, RegExp][] = [
       ['{ session: { dmScope: "per-peer" }, agents: { defaults: { userTimezone: "Asia/Tokyo" } } }', /^started +2026-11-30T16:00:00\.000\+09:00$/m, /^2026-11-30 16:00:00\+09:00 {2}user via telegram: hi bob$/m],
