@@ -17,7 +17,11 @@ export const STORE_OPEN_FLAGS = (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_N
 /** What a store file that is not a regular file is: STORE_CORRUPT for that file (exit 65). */
 export function notRegularFileError(file: string, kind: FileKind): SwitchboardError {
   return new SwitchboardError('STORE_CORRUPT', `${file} is ${describeFileKind(kind)}, not a regular file; switchboard never follows links or waits on pipes in its store`, {
-    hint: 'run `switchboard doctor` to list such files; `switchboard doctor --repair` moves them aside, keeping a copy of their bytes',
+    // A folder may hold anything (a person's files): doctor never moves one, so the hint does not promise it.
+    hint:
+      kind === 'directory'
+        ? 'a folder stands where a store file belongs: move it away by hand (`switchboard doctor` lists such files)'
+        : 'run `switchboard doctor` to list such files; `switchboard doctor --repair` moves them aside, keeping a copy of their bytes',
     details: { path: file, fileKind: kind },
   });
 }

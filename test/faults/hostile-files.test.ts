@@ -226,6 +226,23 @@ describe('links and FIFOs in place of store files', { concurrency: 2 }, () => {
     assert.equal(after.code, 0, after.stderr);
   });
 
+  test('a transcript as a folder: an error for that session only whose hint does not promise what --repair will not do (it leaves a folder alone)', async () => {
+    const s = await seeded(['a']);
+    const aFile = path.join(s.dir, readStore(s)[keyOf('a')].sessionFile);
+    fs.unlinkSync(aFile);
+    fs.mkdirSync(aFile);
+    fs.writeFileSync(path.join(aFile, 'someone.txt'), 'a person put this here');
+    const r = await cli(s, 'sessions', 'transcript', keyOf('a'), '--json');
+    assert.equal(r.code, 65, r.stderr);
+    const error = errorOf(r);
+    assert.equal(error.code, 'STORE_CORRUPT');
+    assert.doesNotMatch(error.hint ?? '', /--repair/);
+    const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+    assert.equal(repaired.code, 65);
+    assert.ok(problemsOf(repaired.report).some((p: any) => p.kind === 'not-regular-file' && p.repairable === false));
+    assert.equal(fs.readFileSync(path.join(aFile, 'someone.txt'), 'utf8'), 'a person put this here');
+  });
+
   test('sessions.json.bak as a symlink to a file outside: the next write replaces the link, never the file it points at; doctor reports it', async () => {
     const s = await seeded(['a']);
     const target = path.join(s.outside, 'old-registry.json');
