@@ -34,7 +34,6 @@ import {
   droppedEventOf,
   expiredEventOf,
   isThisProcess,
-  noteRemoved,
   orphanFailure,
   ownerRecord,
   pushOutbox,
@@ -48,6 +47,7 @@ import {
   type QueuedEntry,
   type SessionRef,
 } from './queue-state.js';
+import { noteLeaving, reportLeaving } from './orphans.js';
 import { commandReplyRecords, mayBeCommand, runCommand } from './session-commands.js';
 
 const NO_DIRECTIVE: QueueDirective = { found: false, cleanedText: '', directiveOnly: false, errors: [] };
@@ -168,10 +168,11 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     // Rotated now (no run active): what waits for an older instance expires, a pending rotation is superseded.
     delete entry.pendingReset;
     const { keep, expired } = splitByInstance(queueOf(entry), entry.sessionId);
-    const expiries = expired.map((waiting) => expiredEventOf(waiting, entry.sessionId));
-    events.push(...expiries);
+    const current = entry.sessionId;
+    const leaving = reportLeaving(expired, key, liveness, (waiting) => expiredEventOf(waiting, current));
+    events.push(...leaving.events);
     setQueue(entry, keep);
-    noteRemoved(entry, expiries, randomUUID);
+    noteLeaving(entry, leaving, randomUUID);
   }
   const pinned = entry.pendingReset?.newSessionId ?? entry.sessionId;
   item.plan = { ...plan, entry, rotation };
@@ -342,12 +343,12 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       // Answered on the route it came from (proactive output: the session's address).
       if (plan.replyTo) queued.deliveryContext = { ...plan.replyTo };
       let waiting = queue;
-      let superseded: DroppedEvent[] = [];
+      let superseded: QueueItem[] = [];
       if (queued.mode === 'interrupt' && !deferredCommand) {
         // "Stop and do this instead": what was waiting is superseded, each item reported (never
         // silently); items the active run has already taken (leased, claimed) go with that run.
         waiting = queue.filter((other) => other.leasedBy !== undefined || other.claimedBy !== undefined);
-        superseded = queue.filter((other) => !waiting.includes(other)).map((other) => droppedEventOf(other, 'interrupt'));
+        superseded = queue.filter((other) => !waiting.includes(other));
       }
       const next = enqueueItem(waiting, queued, settings, randomUUID);
       if (next.rejected) {
@@ -358,9 +359,11 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
         break;
       }
       setQueue(entry, next.queue);
-      const victims = [...superseded, ...next.dropped.map((victim) => droppedEventOf(victim.item, 'cap', victim.drop))];
-      events.push(...victims);
-      noteRemoved(entry, victims, randomUUID);
+      // What the interrupt superseded that a dead run had taken and recorded is not dropped (orphans.ts).
+      const leaving = reportLeaving(superseded, key, liveness, (other) => droppedEventOf(other, 'interrupt'));
+      const victims = [...leaving.plain, ...next.dropped.map((victim) => droppedEventOf(victim.item, 'cap', victim.drop))];
+      events.push(...victims, ...leaving.events.filter((event) => event.type === 'run_failed'));
+      noteLeaving(entry, { ...leaving, plain: victims }, randomUUID);
       if (admission.abortActive) abortActive(deferredCommand ? 'reset' : 'interrupted by a newer message');
       if (queued.mode === 'interrupt' && !deferredCommand && entry.activeRun) {
         // What the aborted run had taken for its next step leaves with it, so the newest runs next.

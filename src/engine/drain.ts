@@ -24,7 +24,6 @@ import {
   clearDeadHolders,
   dropOutbox,
   expiredEventOf,
-  noteRemoved,
   isThisProcess,
   learnLiveness,
   orphanFailure,
@@ -43,6 +42,7 @@ import {
   type QueuedEntry,
   type SessionRef,
 } from './queue-state.js';
+import { learnRecordedOrphans, noteLeaving, reportLeaving, unknownOrphans } from './orphans.js';
 import { executeTurn, updateStore } from './runs.js';
 import type { TurnSpec } from './turn-spec.js';
 import { beforeResetFor, beforeResetTurnSpec } from './before-reset.js';
@@ -96,7 +96,7 @@ function planDrain(
   // (STORE_CORRUPT for its lines, a doctor finding): a drain would read its queue and write into
   // whatever file it names — another session's, for a shared one.
   if (!entry || !isUsableEntry(store, ref.sessionKey, ref.location.sessionsDir)) return plan;
-  if (unknownHolders(entry, liveness)) return { ...plan, kind: 'need-liveness' };
+  if (unknownHolders(entry, liveness) || unknownOrphans(entry, liveness).length > 0) return { ...plan, kind: 'need-liveness' };
   let changed = false;
   const orphan = clearDeadHolders(entry, liveness);
   if (orphan) {
@@ -156,12 +156,13 @@ function planDrain(
   }
   const queue = queueOf(entry);
   const { keep, expired } = splitByInstance(queue, entry.sessionId, entry.pendingReset?.newSessionId);
-  const expiries = expired.map((item) => expiredEventOf(item, entry.sessionId));
-  plan.events.push(...expiries);
+  const current = entry.sessionId;
+  const leaving = reportLeaving(expired, ref.sessionKey, liveness, (item) => expiredEventOf(item, current));
+  plan.events.push(...leaving.events);
   if (expired.length > 0) {
     setQueue(entry, keep);
     // Recorded with the write that takes them out (the outbox just below carries them now).
-    noteRemoved(entry, expiries, randomUUID);
+    noteLeaving(entry, leaving, randomUUID);
     changed = true;
   }
   plan.outboxIds = peekOutbox(entry).ids;
@@ -249,7 +250,9 @@ export async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: 
     plan = await updateStore(ctx, ref.location, (store) => planDrain(store, ref, liveness, spec !== undefined, turnFirst !== undefined, mayStartTurns, now, nowWall, afterOverflow));
     if (plan.kind !== 'need-liveness') break;
     const store = await readSessionStore(ref.location.storePath);
-    await learnLiveness(ctx, ref.location, [store[ref.sessionKey] as QueuedEntry | undefined], liveness);
+    const entry = store[ref.sessionKey] as QueuedEntry | undefined;
+    await learnLiveness(ctx, ref.location, [entry], liveness);
+    await learnRecordedOrphans(ref.location, entry, liveness);
   }
   if (plan === undefined || plan.kind === 'need-liveness') return { kind: 'stop' };
   for (const event of plan.events) runtime.emit(event);

@@ -28,6 +28,7 @@ import type { AdmitEnv, Addressed, BatchEffects } from './admission-types.js';
 import { messageRecord } from './addressed.js';
 import { sessionLockOptions, storeWriteOptions, transcriptPathIn, type EngineContext } from './context.js';
 import { appendInStore, busyRetryDelayMs } from './store-append.js';
+import { learnRecordedOrphans, unknownOrphans } from './orphans.js';
 import { learnLiveness, runnerFor, sessionRefKey, unknownHolders, type Liveness, type QueuedEntry } from './queue-state.js';
 import type { QueueRuntime } from './runtime.js';
 
@@ -169,6 +170,14 @@ async function planRound(
       if (entry && unknownHolders(entry, liveness)) unknown.add(entry);
     }
     if (unknown.size > 0) await learnLiveness(ctx, location, unknown, liveness);
+    // Then what the dead runs among them left: recorded or not (a reset or an interrupt may take it out).
+    const seen = new Set<QueuedEntry>();
+    for (const item of items) {
+      const entry = store[item.sessionKey] as QueuedEntry | undefined;
+      if (entry === undefined || seen.has(entry)) continue;
+      seen.add(entry);
+      if (unknownOrphans(entry, liveness).length > 0) await learnRecordedOrphans(location, entry, liveness);
+    }
   }
   const failed = new Map<Addressed, unknown>();
   const now = ctx.clock.now();

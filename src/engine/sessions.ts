@@ -49,6 +49,7 @@ import {
   type QueuedEntry,
   type SessionRef,
 } from './queue-state.js';
+import { learnRecordedOrphans, reportLeaving, type LeavingReports } from './orphans.js';
 import { updateStore } from './run-store.js';
 import { executeTurn, type RunHost } from './runs.js';
 import { queueRuntimeFor } from './runtime.js';
@@ -251,10 +252,11 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       const notice: Record<string, unknown> = { type: 'reset_notice', reason: decided.reason, previousSessionId: request.sessionId };
       if (request.note) notice.note = request.note;
       if (request.model) notice.model = request.model;
-      const expired = await expireOldInstance(ctx, location, next as QueuedEntry, request.sessionId);
+      const leaving = await expireOldInstance(ctx, location, key, next as QueuedEntry, request.sessionId, current.sessionFile);
+      const expired = leaving.plain as ExpiredEvent[];
       // Record first: the new instance's transcript exists before sessions.json names it. Under
       // the store lock, so no append of an ingest batch can come in between.
-      await appendEntries(transcriptFileOf(location, next), [notice as { type: string }, ...removalRecords(expired)], {
+      await appendEntries(transcriptFileOf(location, next), [notice as { type: string }, ...removalRecords(expired), ...leaving.failures], {
         session: { sessionId: next.sessionId, sessionKey: key, agentId: location.agentId },
         clock: ctx.clock,
         coveredBy: tx.handle,
@@ -290,17 +292,30 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
  * `serve` whose maintenance resets a session it drains) or its owner's liveness is unknown, since
  * that drain reports them to the clients waiting on them.
  */
-async function expireOldInstance(ctx: EngineContext, location: StoreLocation, entry: QueuedEntry, oldSessionId: string): Promise<ExpiredEvent[]> {
+async function expireOldInstance(ctx: EngineContext, location: StoreLocation, key: string, entry: QueuedEntry, oldSessionId: string, oldTranscriptName: unknown): Promise<LeavingReports> {
+  const none: LeavingReports = { events: [], plain: [], failures: [] };
   const queue = queueOf(entry);
-  if (!queue.some((item) => item.sessionId === oldSessionId)) return [];
+  if (!queue.some((item) => item.sessionId === oldSessionId)) return none;
   // Only now, inside the store update, and only for a queue that has such items: a rotation of an idle session reads nothing more.
   const liveness: Liveness = new Map();
   await learnLiveness(ctx, location, [entry], liveness);
-  if (entry.queueOwner !== undefined && (isThisProcess(entry.queueOwner) || ownerAlive(entry.queueOwner, liveness) !== false)) return [];
-  const expired = queue.filter((item) => item.sessionId === oldSessionId);
-  setQueue(entry, queue.filter((item) => item.sessionId !== oldSessionId));
+  if (entry.queueOwner !== undefined && (isThisProcess(entry.queueOwner) || ownerAlive(entry.queueOwner, liveness) !== false)) return none;
+  // What a dead run took under the old instance may be recorded there (orphans.ts); the run
+  // itself is over, reported here with its turn (left in the entry, a later drain reported it again).
+  await learnRecordedOrphans(location, entry, liveness, oldTranscriptName);
+  const orphan = clearDeadHolders(entry, liveness);
+  const waiting = queueOf(entry);
+  const expired = waiting.filter((item) => item.sessionId === oldSessionId);
+  setQueue(entry, waiting.filter((item) => item.sessionId !== oldSessionId));
   if (queueOf(entry).length === 0 && entry.pendingReset === undefined) delete entry.queueOwner;
-  return expired.map((item) => expiredEventOf(item, entry.sessionId));
+  const current = entry.sessionId;
+  const leaving = reportLeaving(expired, key, liveness, (item) => expiredEventOf(item, current));
+  if (orphan) {
+    const failure = orphanFailure(orphan, key);
+    leaving.events.push(failure.event);
+    leaving.failures.push(failure.record);
+  }
+  return leaving;
 }
 
 /** Rotates a session now (`sessions reset`), waiting for an append or run in progress to finish. */

@@ -18,6 +18,7 @@ import {
   ingestAll,
   killLiveIngests,
   eventsOf,
+  queueCli,
   queueEnv,
   readStore,
   sessionsDir,
@@ -262,5 +263,62 @@ describe('a claim left by a process that died between claiming and removing', ()
     assert.deepEqual(eventsOf(next.events, 'run_started').map((e) => [e.runId, e.messages]), [['a', 2]]);
     assertAccounted(env, next.events, ['a', 'b']);
     assert.equal(tally(env).recorded.get('a'), 1);
+  });
+
+  // The next thing to happen to the session is a reset (/new, `sessions reset`) or an interrupt,
+  // which takes what waits under the old instance out of the queue. Before, a recorded turn was
+  // then reported `expired` (the message was recorded and handed to the dead run; nothing said so).
+  for (const next of ['/new', 'interrupt', 'sessions reset'] as const) {
+    test(`recorded before the death, then ${next}: still the dead run's (run_failed naming a and b), never expired or dropped`, async () => {
+      const env = await diedHoldingClaim(true);
+      const events: any[] = [];
+      if (next === 'sessions reset') {
+        const reset = await queueCli(env, ['sessions', 'reset', KEY, '--yes', '--json']);
+        assert.equal(reset.code, 0, reset.stderr);
+        assert.deepEqual(reset.json.expired ?? [], []);
+      } else {
+        const r = await ingestAll(env, [next === '/new' ? eve('/new', { runId: 'reset' }) : dm('eve', 'instead', { runId: 'now', queue: { mode: 'interrupt' } })]);
+        assert.equal(r.code, 0, r.stderr);
+        events.push(...r.events);
+        assert.deepEqual(events.filter((e) => e.type === 'expired' || e.type === 'dropped').map((e) => e.runId), []);
+        assert.deepEqual(eventsOf(events, 'run_failed').map((e) => [e.runId, e.reason, e.messages.map((m: any) => m.runId)]), [['a', 'orphaned', ['a', 'b']]]);
+      }
+      const drained = await ingestAll(env, []);
+      assert.equal(drained.code, 0, drained.stderr);
+      const records = allTranscripts(env).flatMap((t) => t.records).filter((r) => r.type === 'custom');
+      assert.deepEqual(records.filter((r) => r.customType === 'expired' || r.customType === 'dropped').map((r) => r.data.runId), []);
+      assert.deepEqual(records.filter((r) => r.customType === 'run_failed').map((r) => [r.data.runId, r.data.messages.map((m: any) => m.runId)]), [['a', ['a', 'b']]], 'one durable run_failed naming both');
+      assert.equal(tally(env).recorded.get('a'), 1, 'recorded once, never again');
+    });
+  }
+
+  test('steered into a run that then died, and recorded, then an interrupt: named once, by the dead run (run_failed), never dropped too', async () => {
+    const base = { session: { dmScope: 'per-peer', writeLock: { staleMs: 2000 } }, messages: { queue: { debounceMs: 5 } } };
+    const env = queueEnv({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } } }, 'sb-qlease-');
+    const live = new LiveIngest(env);
+    live.send(eve('first', { runId: 'first' }), dm('eve', 'b', { runId: 'b', messageId: 'mb', queue: { mode: 'followup' } }));
+    await live.result(2);
+    await live.waitFor((e) => e.type === 'run_started', 'the first run');
+    live.child.kill('SIGKILL');
+    await live.exited;
+    // The state a steer leaves when its process dies after recording: b leased by the run, its record down.
+    const storePath = path.join(sessionsDir(env), 'sessions.json');
+    const store = JSON.parse(fs.readFileSync(storePath, 'utf8'));
+    const entry = store[KEY];
+    entry.queue = entry.queue.map((item: any) => ({ ...item, state: 'parked', leasedBy: 'first' }));
+    fs.writeFileSync(storePath, JSON.stringify(store, null, 2));
+    const last = transcriptOf(env, KEY).at(-1);
+    const steered = { type: 'message', id: randomUUID(), parentId: last.id ?? null, timestamp: new Date().toISOString(), message: { role: 'user', content: [{ type: 'text', text: 'b' }], timestamp: Date.now(), channel: 'telegram', runId: 'b', messageId: 'mb' } };
+    fs.appendFileSync(path.join(sessionsDir(env), entry.sessionFile), `${JSON.stringify(steered)}\n`);
+    fs.writeFileSync(env.config, JSON.stringify({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 5 } } } }));
+
+    const r = await ingestAll(env, [dm('eve', 'instead', { runId: 'now', queue: { mode: 'interrupt' } })]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.events.filter((e) => e.type === 'dropped' || e.type === 'expired').map((e) => e.runId), [], 'b was not dropped: it reached the dead run');
+    const failed = eventsOf(r.events, 'run_failed');
+    assert.deepEqual(failed.map((e) => [e.runId, e.messages.map((m: any) => m.runId)]), [['first', ['first', 'b']]]);
+    const custom = allTranscripts(env).flatMap((t) => t.records).filter((rec) => rec.type === 'custom');
+    assert.deepEqual(custom.filter((rec) => rec.customType === 'dropped').map((rec) => rec.data.runId), []);
+    assert.equal(tally(env).recorded.get('b'), 1);
   });
 });
