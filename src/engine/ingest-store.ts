@@ -44,6 +44,8 @@ interface SessionWork {
   items: Addressed[];
   /** Records of messages pinned to an older instance, written to its file: not journalled, no entry. */
   rebind?: true;
+  /** The entry recorded into this file before this batch (store-append.ts AppendTarget). */
+  resumesFile?: boolean;
 }
 
 /** Groups planned messages by the transcript they append to, in arrival order. */
@@ -78,7 +80,7 @@ function collectWork(ctx: EngineContext, location: StoreLocation, items: Address
     if (file === undefined) paths.set(sessionFile, (file = transcriptPathIn(location, sessionFile)));
     let work = bySession.get(file);
     if (!work) {
-      work = { location, agentId: item.agentId, sessionKey: item.sessionKey, sessionId: plan.entry.sessionId, file, entries: [], items: [] };
+      work = { location, agentId: item.agentId, sessionKey: item.sessionKey, sessionId: plan.entry.sessionId, file, entries: [], items: [], resumesFile: !plan.created && !plan.rotation };
       bySession.set(file, work);
     }
     if (plan.rotation) {

@@ -11,6 +11,8 @@ export interface AppendTarget {
   sessionKey: string;
   sessionId: string;
   agentId: string;
+  /** The session recorded into this file before (not a new instance): see AppendOptions.resumesFile. */
+  resumesFile?: boolean;
 }
 
 /**
@@ -21,7 +23,7 @@ export interface AppendTarget {
  * later, without the store lock".
  */
 export async function appendInStore(ctx: EngineContext, tx: StoreTransaction, target: AppendTarget, entries: readonly NewTranscriptEntry[]): Promise<void> {
-  const options = { session: { sessionId: target.sessionId, sessionKey: target.sessionKey, agentId: target.agentId }, clock: ctx.clock };
+  const options = { session: { sessionId: target.sessionId, sessionKey: target.sessionKey, agentId: target.agentId }, clock: ctx.clock, resumesFile: target.resumesFile };
   if (!isInMemory(target.file) && !(await lockPresent(target.file))) {
     await appendEntries(target.file, entries, { ...options, coveredBy: tx.handle });
     return;

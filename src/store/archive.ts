@@ -91,3 +91,41 @@ export async function findInstanceTranscript(sessionsDir: string, sessionId: str
   }
   return newest === null ? null : resolveInside(sessionsDir, newest.name);
 }
+
+/**
+ * Puts back the newest `.deleted.` archive of `filePath`, a transcript that is missing while its
+ * session's entry still names it: the `sessions delete` that archived it died before it removed
+ * the entry (it does both under the locks the caller holds now, so it is not running any more).
+ * The deletion never completed, and the session goes on with its history; without this, the next
+ * append started an empty file under the same name. Returns whether an archive was put back.
+ */
+export async function restoreInterruptedDeletion(filePath: string): Promise<boolean> {
+  const file = path.resolve(filePath);
+  const dir = path.dirname(file);
+  const own = path.basename(file);
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch {
+    return false;
+  }
+  let newest: { name: string; at: number } | null = null;
+  for (const name of names) {
+    const archive = parseArchiveName(name);
+    if (archive !== null && archive.reason === 'deleted' && archive.originalName === own && (newest === null || archive.archivedAt > newest.at)) newest = { name, at: archive.archivedAt };
+  }
+  if (newest === null) return false;
+  const fs = fileSystemFor(file);
+  try {
+    // link, not rename, so that a name that appeared meanwhile is never replaced (EEXIST); then the archive name goes.
+    await fs.link(resolveInside(dir, newest.name), file);
+  } catch (err) {
+    if (errnoOf(err) === 'EEXIST') return false;
+    throw err;
+  }
+  await fs.unlink(resolveInside(dir, newest.name));
+  await fs.fsyncPath(dir).catch((err: unknown) => {
+    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw err;
+  });
+  return true;
+}

@@ -5,6 +5,7 @@
 
 import { constants as fsConstants, promises as fsp, type Stats } from 'node:fs';
 import { makeDirectories } from './paths.js';
+import { restoreInterruptedDeletion } from './archive.js';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError, newUuid, systemClock, type Clock } from '../core/index.js';
 import { heldLockFor, withLock, type LockHandle, type LockOptions } from './lock.js';
@@ -94,6 +95,12 @@ export interface AppendOptions {
    * every other writer of an idle session's transcript holds the store lock too).
    */
   coveredBy?: LockHandle;
+  /**
+   * The caller's entry has recorded into this file before (it is not a new instance): a missing
+   * file with a `.deleted.` archive is an interrupted `sessions delete`, put back before the
+   * append (restoreInterruptedDeletion) instead of starting the file again without its history.
+   */
+  resumesFile?: boolean;
 }
 
 export interface AppendResult {
@@ -217,7 +224,7 @@ async function appendUnderLock(
   let createdFile = false;
   let openedAs: Stats | undefined;
   try {
-    ({ fh, createdFile, openedAs } = await openForAppend(file));
+    ({ fh, createdFile, openedAs } = await openForAppend(file, options.resumesFile === true));
   } catch (err) {
     throw ioError(`could not open transcript ${file}`, err);
   }
@@ -280,7 +287,7 @@ async function appendUnderLock(
 
 /** Read-write (the tail is read through the same descriptor) and O_APPEND. A new file is created
  *  exclusively, so that we know it was us: a failed first append removes it again. */
-async function openForAppend(file: string): Promise<{ fh: AppendableFile; createdFile: boolean; openedAs?: Stats }> {
+async function openForAppend(file: string, resumesFile: boolean): Promise<{ fh: AppendableFile; createdFile: boolean; openedAs?: Stats }> {
   const volume = memoryVolumeFor(file);
   if (volume !== undefined) {
     const createdFile = volume.sizeOf(file) === null;
@@ -293,6 +300,10 @@ async function openForAppend(file: string): Promise<{ fh: AppendableFile; create
     return { fh, createdFile: false, openedAs: fh.openedAs };
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
+  }
+  if (resumesFile && (await restoreInterruptedDeletion(file))) {
+    const fh = openRegularDescriptor(file, fsConstants.O_RDWR | fsConstants.O_APPEND);
+    return { fh, createdFile: false, openedAs: fh.openedAs };
   }
   const flags = fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_EXCL;
   try {

@@ -86,7 +86,7 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
       sessionKey: key,
       message:
         deleted.length > 0
-          ? `${what}; it was archived as ${deleted[0]} (an interrupted deletion): finish it with \`switchboard sessions delete ${key}\``
+          ? `${what}; it was archived as ${deleted[0]} (an interrupted deletion): finish it with \`switchboard sessions delete ${key}\`, or the session's next message puts it back`
           : wellFormed
             ? `${what}: --repair starts it again with a header and a note that the history was lost`
             : `${what}, and its key is not a session key (agent:<agentId>:<rest>): remove the entry with \`switchboard sessions delete '${key}'\` or fix the key by hand`,
