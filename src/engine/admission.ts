@@ -265,10 +265,18 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       entry.activeRun?.deliveryContext !== undefined &&
       !sameDeliveryRoute({ channel: entry.activeRun.deliveryContext.channel, deliveryContext: entry.activeRun.deliveryContext }, { channel: item.message.route.channel, deliveryContext: plan.replyTo ? { ...plan.replyTo } : undefined }),
   });
-  const droppedEvent = (reason: DroppedEvent['reason'], drop?: string): DroppedEvent => {
+  /**
+   * The incoming message not taken (busy, or the cap with drop "new"): reported, and recorded in
+   * the same write like every drop (a `custom` `dropped` record through the outbox), so that its
+   * fate is on disk as its `persisted: true` says, not only on the stream of whoever sent it.
+   */
+  const dropIncoming = (reason: DroppedEvent['reason'], drop?: string): void => {
     const event: DroppedEvent = { type: 'dropped', runId: item.runId, sessionKey: key, sessionId: pinned, reason, requester: requesterOf(item.message), messageId: item.message.messageId ?? null };
     if (drop !== undefined) event.drop = drop;
-    return event;
+    forgetId();
+    events.push(event);
+    noteLeaving(entry, { events: [event], plain: [event], failures: [] }, randomUUID);
+    outcome.disposition = 'dropped';
   };
   const forgetId = (): void => {
     // Not taken, so a retry of the same message must not count as a duplicate.
@@ -307,14 +315,10 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       outcome.disposition = 'recorded';
       break;
     case 'drop':
-      forgetId();
-      events.push(droppedEvent('busy'));
-      outcome.disposition = 'dropped';
+      dropIncoming('busy');
       break;
     case 'reject':
-      forgetId();
-      events.push(droppedEvent('cap', 'new'));
-      outcome.disposition = 'dropped';
+      dropIncoming('cap', 'new');
       break;
     case 'enqueue': {
       const { message } = item;
@@ -353,9 +357,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       const next = enqueueItem(waiting, queued, settings, randomUUID);
       if (next.rejected) {
         // At the cap and every waiting message is already taken by the active run.
-        forgetId();
-        events.push(droppedEvent('cap', settings.dropPolicy));
-        outcome.disposition = 'dropped';
+        dropIncoming('cap', settings.dropPolicy);
         break;
       }
       setQueue(entry, next.queue);

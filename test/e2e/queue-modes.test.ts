@@ -374,6 +374,9 @@ describe('cap and drop', () => {
     releaseHolds(env);
     await live.finish();
     assert.deepEqual(eventsOf(live.events, 'reply').map((e) => e.text), ['hold: active', 'hold: m1', 'hold: m2']);
+    // Its fate is on disk, as for every drop: a custom dropped record naming it.
+    const records = transcriptOf(env, KEY).filter((r) => r.type === 'custom' && r.customType === 'dropped');
+    assert.deepEqual(records.map((r) => [r.data.runId, r.data.reason, r.data.drop]), [['m3', 'cap', 'new']]);
   });
 
   test('"old" drops the oldest waiting message and reports it with its runId and requester', async () => {
