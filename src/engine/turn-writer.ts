@@ -156,10 +156,16 @@ export class TurnWriter {
   /** `unreadable`: sessions.json could not be read (the entry is then unknown, not gone). */
   async readOutbox(): Promise<{ records: NewTranscriptEntry[]; ids: string[]; entry: QueuedEntry | undefined; unreadable?: true }> {
     try {
-      // Read under the store lock: a drain elsewhere appends outbox items in a store transaction
-      // (the session had no lock when it started) and takes them out in the same write; read
-      // without the lock, that write could still be on its way, and the items were appended twice.
-      const entry = await updateStore(this.ctx, this.turn.ref.location, (store) => structuredClone(store[this.turn.ref.sessionKey]) as QueuedEntry | undefined);
+      const { storePath } = this.turn.ref.location;
+      const key = this.turn.ref.sessionKey;
+      const owed = (candidate: QueuedEntry | undefined): boolean => Array.isArray(candidate?.outbox) && candidate.outbox.some((item) => !this.outboxAppended.has(item.id));
+      let entry = (await readSessionStore(storePath))[key] as QueuedEntry | undefined;
+      // Items owed: read again under the store lock. A drain elsewhere appends outbox items in a
+      // store transaction (the session had no lock when it began) and takes them out in the same
+      // write; read without the lock, that write could still be on its way, and the items were
+      // appended twice. (Items are only ever added under that lock, so an empty outbox read
+      // without it is empty for this run; what comes later is the next holder's or drain's.)
+      if (owed(entry)) entry = await updateStore(this.ctx, this.turn.ref.location, (store) => structuredClone(store[key]) as QueuedEntry | undefined);
       const fresh = entry && Array.isArray(entry.outbox) ? { ...entry, outbox: entry.outbox.filter((item) => !this.outboxAppended.has(item.id)) } : entry;
       const peeked = peekOutbox(fresh);
       for (const id of peeked.ids) this.outboxAppended.add(id);
