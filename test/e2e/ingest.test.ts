@@ -431,23 +431,27 @@ describe('concurrency and locks', () => {
   });
 });
 
+/** `ingest` with its stdin the open file `fd` (as after `< file`; closed here once the child has it). */
+function ingestWithStdin(state: string, fd: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin', 'switchboard'), 'ingest', '--state-dir', state], { stdio: [fd, 'pipe', 'pipe'] });
+    fs.closeSync(fd);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 describe('input sources', () => {
   test('stdin redirected from a file (`ingest < file`) is read like a pipe; a FILE argument and `-` too', async () => {
     const state = tempDir();
     const file = path.join(state, 'in.ndjson');
     fs.writeFileSync(file, `${line({ channel: 'x', peer: 'direct:a', text: 'one' })}\n${line({ channel: 'x', peer: 'direct:a', text: 'two' })}\n`);
     // Node gives a process whose stdin is a regular file an fs.ReadStream, as for a FILE argument.
-    const redirected = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const fd = fs.openSync(file, 'r');
-      const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin', 'switchboard'), 'ingest', '--state-dir', state], { stdio: [fd, 'pipe', 'pipe'] });
-      fs.closeSync(fd);
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    const redirected = await ingestWithStdin(state, fs.openSync(file, 'r'));
     assert.equal(redirected.code, 0, redirected.stderr);
     assert.deepEqual(jsonLines(redirected.stdout).map((e) => e.disposition), ['recorded', 'recorded']);
     const asArgument = await runCli(['ingest', file, '--state-dir', state]);
@@ -464,13 +468,7 @@ describe('input sources', () => {
     fs.writeFileSync(file, `${first}${rest}\n`);
     const fd = fs.openSync(file, 'r');
     fs.readSync(fd, Buffer.alloc(first.length), 0, first.length, null); // moves the shared offset
-    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin', 'switchboard'), 'ingest', '--state-dir', state], { stdio: [fd, 'pipe', 'pipe'] });
-    fs.closeSync(fd);
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve, reject) => child.on('error', reject).on('close', resolve));
+    const { code, stdout, stderr } = await ingestWithStdin(state, fd);
     assert.equal(code, 0, stderr);
     const events = jsonLines(stdout);
     assert.equal(events.length, 6000);

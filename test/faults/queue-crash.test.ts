@@ -207,41 +207,52 @@ describe('a claim left by a process that died between claiming and removing', ()
   const KEY = 'agent:main:direct:eve';
   const eve = (text: string, extra: Record<string, unknown>) => dm('eve', text, { queue: { mode: 'collect' }, ...extra });
 
+  const base = { session: { dmScope: 'per-peer', writeLock: { staleMs: 2000 } }, messages: { queue: { debounceMs: 5 } } };
+
+  /**
+   * Sends `messages` to a live ingest whose runner never ends, SIGKILLs it during the first run,
+   * and lets `edit` put into the entry (and transcript) what that process was about to leave
+   * there; the runner of the next process is quick.
+   */
+  async function diedDuringFirstRun(messages: Record<string, unknown>[], edit: (entry: any) => void): Promise<QueueEnv> {
+    const env = queueEnv({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } } }, 'sb-qclaim-');
+    const live = new LiveIngest(env);
+    live.send(...messages);
+    await live.result(messages.length);
+    await live.waitFor((e) => e.type === 'run_started', 'the first run');
+    live.child.kill('SIGKILL');
+    await live.exited;
+    const storePath = path.join(sessionsDir(env), 'sessions.json');
+    const store = JSON.parse(fs.readFileSync(storePath, 'utf8'));
+    edit(store[KEY]);
+    fs.writeFileSync(storePath, JSON.stringify(store, null, 2));
+    fs.writeFileSync(env.config, JSON.stringify({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 5 } } } }));
+    return env;
+  }
+
+  /** Appends a user record to the entry's transcript, as the dead process had. */
+  function recordUser(env: QueueEnv, entry: any, message: Record<string, unknown>): void {
+    const last = transcriptOf(env, KEY).at(-1);
+    const record = { type: 'message', id: randomUUID(), parentId: last.id ?? null, timestamp: new Date().toISOString(), message: { role: 'user', timestamp: Date.now(), channel: 'telegram', ...message } };
+    fs.appendFileSync(path.join(sessionsDir(env), entry.sessionFile), `${JSON.stringify(record)}\n`);
+  }
+
   /**
    * A session whose process died right after claiming the collect turn [a, b] (the state a drain
    * leaves between its claim and its removal): the runner never finished, the process is gone.
    * With `recorded`, the claim's user record made it to disk before the death.
    */
   async function diedHoldingClaim(recorded: boolean): Promise<QueueEnv> {
-    const base = { session: { dmScope: 'per-peer', writeLock: { staleMs: 2000 } }, messages: { queue: { debounceMs: 5 } } };
-    const env = queueEnv({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } } }, 'sb-qclaim-');
-    const live = new LiveIngest(env);
-    live.send(eve('first', { runId: 'first' }), eve('a', { runId: 'a', messageId: 'ma' }), eve('b', { runId: 'b', messageId: 'mb' }));
-    await live.result(3);
-    await live.waitFor((e) => e.type === 'run_started', 'the first run');
-    live.child.kill('SIGKILL');
-    await live.exited;
-    // What the drain of that process would have written after the first run: the claim.
-    const storePath = path.join(sessionsDir(env), 'sessions.json');
-    const store = JSON.parse(fs.readFileSync(storePath, 'utf8'));
-    const entry = store[KEY];
-    assert.deepEqual(entry.queue.map((item: any) => item.runId), ['a', 'b']);
-    entry.queue = entry.queue.map((item: any) => ({ ...item, claimedBy: 'a' }));
-    entry.activeRun = { ...entry.activeRun, runId: 'a', messages: [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }] };
-    fs.writeFileSync(storePath, JSON.stringify(store, null, 2));
+    const env = await diedDuringFirstRun([eve('first', { runId: 'first' }), eve('a', { runId: 'a', messageId: 'ma' }), eve('b', { runId: 'b', messageId: 'mb' })], (entry) => {
+      // What the drain of that process would have written after the first run: the claim.
+      assert.deepEqual(entry.queue.map((item: any) => item.runId), ['a', 'b']);
+      entry.queue = entry.queue.map((item: any) => ({ ...item, claimedBy: 'a' }));
+      entry.activeRun = { ...entry.activeRun, runId: 'a', messages: [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }] };
+    });
     if (recorded) {
-      const file = path.join(sessionsDir(env), entry.sessionFile);
-      const last = transcriptOf(env, KEY).at(-1);
-      const record = {
-        type: 'message',
-        id: randomUUID(),
-        parentId: last.id ?? null,
-        timestamp: new Date().toISOString(),
-        message: { role: 'user', content: [{ type: 'text', text: 'collected a, b' }], timestamp: Date.now(), channel: 'telegram', runId: 'a', collected: [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }] },
-      };
-      fs.appendFileSync(file, `${JSON.stringify(record)}\n`);
+      const entry = readStore(env)[KEY];
+      recordUser(env, entry, { content: [{ type: 'text', text: 'collected a, b' }], runId: 'a', collected: [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }] });
     }
-    fs.writeFileSync(env.config, JSON.stringify({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 5 } } } }));
     return env;
   }
 
@@ -293,24 +304,11 @@ describe('a claim left by a process that died between claiming and removing', ()
   }
 
   test('steered into a run that then died, and recorded, then an interrupt: named once, by the dead run (run_failed), never dropped too', async () => {
-    const base = { session: { dmScope: 'per-peer', writeLock: { staleMs: 2000 } }, messages: { queue: { debounceMs: 5 } } };
-    const env = queueEnv({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } } }, 'sb-qlease-');
-    const live = new LiveIngest(env);
-    live.send(eve('first', { runId: 'first' }), dm('eve', 'b', { runId: 'b', messageId: 'mb', queue: { mode: 'followup' } }));
-    await live.result(2);
-    await live.waitFor((e) => e.type === 'run_started', 'the first run');
-    live.child.kill('SIGKILL');
-    await live.exited;
     // The state a steer leaves when its process dies after recording: b leased by the run, its record down.
-    const storePath = path.join(sessionsDir(env), 'sessions.json');
-    const store = JSON.parse(fs.readFileSync(storePath, 'utf8'));
-    const entry = store[KEY];
-    entry.queue = entry.queue.map((item: any) => ({ ...item, state: 'parked', leasedBy: 'first' }));
-    fs.writeFileSync(storePath, JSON.stringify(store, null, 2));
-    const last = transcriptOf(env, KEY).at(-1);
-    const steered = { type: 'message', id: randomUUID(), parentId: last.id ?? null, timestamp: new Date().toISOString(), message: { role: 'user', content: [{ type: 'text', text: 'b' }], timestamp: Date.now(), channel: 'telegram', runId: 'b', messageId: 'mb' } };
-    fs.appendFileSync(path.join(sessionsDir(env), entry.sessionFile), `${JSON.stringify(steered)}\n`);
-    fs.writeFileSync(env.config, JSON.stringify({ ...base, agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 5 } } } }));
+    const env = await diedDuringFirstRun([eve('first', { runId: 'first' }), dm('eve', 'b', { runId: 'b', messageId: 'mb', queue: { mode: 'followup' } })], (entry) => {
+      entry.queue = entry.queue.map((item: any) => ({ ...item, state: 'parked', leasedBy: 'first' }));
+    });
+    recordUser(env, readStore(env)[KEY], { content: [{ type: 'text', text: 'b' }], runId: 'b', messageId: 'mb' });
 
     const r = await ingestAll(env, [dm('eve', 'instead', { runId: 'now', queue: { mode: 'interrupt' } })]);
     assert.equal(r.code, 0, r.stderr);
