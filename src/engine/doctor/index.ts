@@ -36,7 +36,7 @@ import path from 'node:path';
 import { SwitchboardError, normalizeAgentId } from '../../core/index.js';
 import { findUnknownKeys } from '../../config/index.js';
 import { queueConfigWarnings } from '../../policy/index.js';
-import type { StoreLocation } from '../../store/index.js';
+import { journalPathFor, type StoreLocation } from '../../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from '../context.js';
 import { selectStores, type StoreSelection } from '../session-list.js';
 import { checkEntries } from './entries.js';
@@ -86,7 +86,7 @@ export async function runDoctor(ctx: EngineContext, options: DoctorOptions = {})
   const warnings = [...findUnknownKeys(ctx.config).map((p) => `unknown key ${p} (ignored)`), ...ctx.table.warnings, ...queueConfigWarnings(ctx.config.messages?.queue)];
   const stores: DoctorStoreReport[] = [];
   for (const location of await doctorStores(ctx, options)) {
-    stores.push(await checkStore(ctx, location, repair, options.onProgress));
+    stores.push(await checkStoreSettled(ctx, location, repair, options.onProgress));
   }
   const problems = stores.flatMap((store) => store.problems);
   const byKind: Partial<Record<DoctorProblemKind, number>> = {};
@@ -145,6 +145,40 @@ async function doctorStores(ctx: EngineContext, selection: StoreSelection): Prom
     locations.push(location);
   }
   return locations;
+}
+
+/** How often a check is made again while the store keeps changing under it. */
+const CHECK_ATTEMPTS = 3;
+
+/**
+ * A check (without --repair) that found problems while sessions.json or its journal changed under
+ * it has judged files of two moments: a writer's batch, or a `sessions delete` between its
+ * archive and its store write, caught half-way (each is whole a moment later). It is made again,
+ * up to CHECK_ATTEMPTS times, and the last one is reported. Before, a doctor from cron next to
+ * busy writers now and then exited 65 with a missing or orphaned transcript that was not one.
+ * A repair is not repeated: each of its steps re-checks what it changes under the store lock.
+ */
+async function checkStoreSettled(ctx: EngineContext, location: StoreLocation, repair: boolean, onProgress?: DoctorOptions['onProgress']): Promise<DoctorStoreReport> {
+  for (let attempt = 1; ; attempt++) {
+    const before = await storeIdentity(location);
+    const report = await checkStore(ctx, location, repair, onProgress);
+    if (repair || report.problems.length === 0 || attempt >= CHECK_ATTEMPTS) return report;
+    if ((await storeIdentity(location)) === before) return report;
+  }
+}
+
+/** Which sessions.json and journal are there (a replace or a batch changes them): for checkStoreSettled. */
+async function storeIdentity(location: StoreLocation): Promise<string> {
+  const parts: string[] = [];
+  for (const file of [location.storePath, journalPathFor(location.storePath)]) {
+    try {
+      const stat = await fsp.lstat(file);
+      parts.push(`${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`);
+    } catch {
+      parts.push('-');
+    }
+  }
+  return parts.join(' ');
 }
 
 async function checkStore(ctx: EngineContext, location: StoreLocation, repair: boolean, onProgress?: DoctorOptions['onProgress']): Promise<DoctorStoreReport> {
