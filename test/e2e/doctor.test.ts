@@ -143,11 +143,14 @@ describe('doctor', () => {
     roots.push(state);
     const config = writeJson(path.join(state, 'c.json'), { session: { dmScope: 'per-peer' }, agents: { defaults: { runner: { command: 'builtin:echo' } } } });
     const input = path.join(state, 'in.ndjson');
-    fs.writeFileSync(input, `${line({ channel: 'telegram', peer: 'direct:q', text: 'waits', messageId: 'q1' })}\n`);
-    // --no-wait: admitted and queued; nothing drains it, so nothing is recorded yet.
+    fs.writeFileSync(input, `${line({ channel: 'telegram', peer: 'direct:q', text: 'waits', messageId: 'q1' })}\n${line({ channel: 'telegram', peer: 'direct:q', text: 'cancelled', messageId: 'q2', runId: 'r2' })}\n`);
+    // --no-wait: admitted and queued; nothing drains it, so nothing is recorded yet. The cancel's
+    // report waits in the outbox for the session's next drain.
     assert.equal((await runCli(['ingest', input, '--no-wait', '--state-dir', state, '--config', config])).code, 0);
+    assert.equal((await cli(state, config, 'queue', 'cancel', 'r2', '--yes')).code, 0);
     const entry = readStore(state)['agent:main:direct:q'];
     assert.equal(entry.queue.length, 1);
+    assert.equal(entry.outbox.length, 1);
     assert.equal(fs.existsSync(path.join(sessionsDir(state), entry.sessionFile)), false);
     const checked = await doctor(state, config);
     assert.equal(checked.code, 0, JSON.stringify(checked.report.stores[0].problems));

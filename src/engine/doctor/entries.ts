@@ -98,16 +98,21 @@ export async function checkEntries(doc: StoreCheck): Promise<void> {
 
 /**
  * A session whose every message still waits in its queue (or for the run that has just claimed
- * it) has no transcript yet: its first record is written when its first turn starts. That is no
- * lost history — unless the duplicate memory holds more ids than the queue (a message was
- * recorded besides those waiting: its transcript is gone).
+ * it), or was taken out of it with a report still in the outbox (a cancel), has no transcript
+ * yet: its first record is written when its next drain or turn comes. That is no lost history —
+ * unless the duplicate memory holds more ids than the queue and the outbox account for (a message
+ * was recorded besides them: its transcript is gone).
  */
 function nothingRecordedYet(entry: SessionEntry): boolean {
   const queue = Array.isArray(entry.queue) ? entry.queue : [];
-  if (queue.length === 0 && entry.activeRun === undefined) return false;
+  const reported = (Array.isArray(entry.outbox) ? entry.outbox : []).flatMap((item) => (Array.isArray(item.records) ? item.records : []));
+  if (queue.length === 0 && reported.length === 0 && entry.activeRun === undefined) return false;
   const ids = entry.recentMessageIds;
   const remembered = typeof ids === 'string' ? ids.split('\n').filter((line) => line !== '').length : Array.isArray(ids) ? ids.length : 0;
-  return remembered <= queue.filter((item) => typeof item.messageId === 'string').length;
+  const accounted =
+    queue.filter((item) => typeof item.messageId === 'string').length +
+    reported.filter((record) => typeof (record as { data?: { messageId?: unknown } }).data?.messageId === 'string').length;
+  return remembered <= accounted;
 }
 
 function isWellFormedKey(key: string): boolean {
