@@ -34,6 +34,7 @@ import {
   droppedEventOf,
   expiredEventOf,
   isThisProcess,
+  noteRemoved,
   orphanFailure,
   ownerRecord,
   pushOutbox,
@@ -275,7 +276,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     if (drop !== undefined) event.drop = drop;
     forgetId();
     events.push(event);
-    noteLeaving(entry, { events: [event], plain: [event], failures: [] }, randomUUID);
+    noteRemoved(entry, [event], randomUUID);
     outcome.disposition = 'dropped';
   };
   const forgetId = (): void => {

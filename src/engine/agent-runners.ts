@@ -65,4 +65,3 @@ function indexRunners(agents: NonNullable<EngineContext['config']['agents']>): M
 export function anyRunner(ctx: EngineContext, agentIds: readonly string[]): boolean {
   return agentIds.some((id) => runnerFor(ctx, id) !== undefined);
 }
-

@@ -28,7 +28,7 @@ import type { AdmitEnv, Addressed, BatchEffects } from './admission-types.js';
 import { messageRecord } from './addressed.js';
 import { sessionLockOptions, storeWriteOptions, transcriptPathIn, type EngineContext } from './context.js';
 import { appendInStore, busyRetryDelayMs } from './store-append.js';
-import { learnRecordedOrphans, unknownOrphans } from './orphans.js';
+import { learnRecordedOrphans } from './orphans.js';
 import { learnLiveness, runnerFor, sessionRefKey, unknownHolders, type Liveness, type QueuedEntry } from './queue-state.js';
 import type { QueueRuntime } from './runtime.js';
 
@@ -166,20 +166,15 @@ async function planRound(
 ): Promise<{ effects: BatchEffects; failed: Map<Addressed, unknown> }> {
   const liveness: Liveness = new Map();
   if (items.some((item) => runnerFor(ctx, item.agentId) !== undefined)) {
-    const unknown = new Set<QueuedEntry>();
+    const entries = new Set<QueuedEntry>();
     for (const item of items) {
       const entry = store[item.sessionKey] as QueuedEntry | undefined;
-      if (entry && unknownHolders(entry, liveness)) unknown.add(entry);
+      if (entry !== undefined) entries.add(entry);
     }
-    if (unknown.size > 0) await learnLiveness(ctx, location, unknown, liveness);
+    const unknown = [...entries].filter((entry) => unknownHolders(entry, liveness));
+    if (unknown.length > 0) await learnLiveness(ctx, location, unknown, liveness);
     // Then what the dead runs among them left: recorded or not (a reset or an interrupt may take it out).
-    const seen = new Set<QueuedEntry>();
-    for (const item of items) {
-      const entry = store[item.sessionKey] as QueuedEntry | undefined;
-      if (entry === undefined || seen.has(entry)) continue;
-      seen.add(entry);
-      if (unknownOrphans(entry, liveness).length > 0) await learnRecordedOrphans(location, entry, liveness);
-    }
+    for (const entry of entries) await learnRecordedOrphans(location, entry, liveness);
   }
   const failed = new Map<Addressed, unknown>();
   const now = ctx.clock.now();

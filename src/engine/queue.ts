@@ -1,12 +1,12 @@
 // The durable queue as commands see it, across every agent's store: list, show, cancel a queued
 // item, abort a session (queued items first, then the active run), and busy keys for maintenance.
 
+import { randomUUID } from 'node:crypto';
 import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
 import { normalizeExplicitSessionKey } from '../routing/index.js';
 import { checkSessionEntry, isInMemory, readSessionStore, sessionEntryProblem, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import { incognitoStoreFor, knownAgentIds, noCommandAgent, noSuchSession, storeWriteOptions, type EngineContext } from './context.js';
-import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import type { QueueItem } from '../policy/index.js';
 import {

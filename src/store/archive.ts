@@ -4,8 +4,8 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
-import { archivePathFor, parseArchiveName, resolveInside, type ArchiveReason } from './paths.js';
-import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
+import { archivePathFor, parseArchiveName, resolveInside, type ArchiveReason, type ParsedArchiveName } from './paths.js';
+import { fileSystemFor, fsyncFolder, type StoreFileSystem } from './store-fs.js';
 
 export interface ArchiveFileOptions {
   fs?: StoreFileSystem;
@@ -84,12 +84,18 @@ export async function findInstanceTranscript(sessionsDir: string, sessionId: str
   const isOwn = (name: string): boolean => name === `${sessionId}.jsonl` || (name.startsWith(`${sessionId}-topic-`) && name.endsWith('.jsonl'));
   const live = names.find(isOwn);
   if (live !== undefined) return resolveInside(sessionsDir, live);
+  const newest = newestArchive(names, (archive) => isOwn(archive.originalName));
+  return newest === null ? null : resolveInside(sessionsDir, newest);
+}
+
+/** The name of the newest archive among `names` that `wanted` accepts, or null. */
+function newestArchive(names: readonly string[], wanted: (archive: ParsedArchiveName) => boolean): string | null {
   let newest: { name: string; at: number } | null = null;
   for (const name of names) {
     const archive = parseArchiveName(name);
-    if (archive !== null && isOwn(archive.originalName) && (newest === null || archive.archivedAt > newest.at)) newest = { name, at: archive.archivedAt };
+    if (archive !== null && wanted(archive) && (newest === null || archive.archivedAt > newest.at)) newest = { name, at: archive.archivedAt };
   }
-  return newest === null ? null : resolveInside(sessionsDir, newest.name);
+  return newest?.name ?? null;
 }
 
 /**
@@ -98,6 +104,7 @@ export async function findInstanceTranscript(sessionsDir: string, sessionId: str
  * the entry (it does both under the locks the caller holds now, so it is not running any more).
  * The deletion never completed, and the session goes on with its history; without this, the next
  * append started an empty file under the same name. Returns whether an archive was put back.
+ * (Files on disk only: a memory volume keeps no such archives.)
  */
 export async function restoreInterruptedDeletion(filePath: string): Promise<boolean> {
   const file = path.resolve(filePath);
@@ -109,23 +116,17 @@ export async function restoreInterruptedDeletion(filePath: string): Promise<bool
   } catch {
     return false;
   }
-  let newest: { name: string; at: number } | null = null;
-  for (const name of names) {
-    const archive = parseArchiveName(name);
-    if (archive !== null && archive.reason === 'deleted' && archive.originalName === own && (newest === null || archive.archivedAt > newest.at)) newest = { name, at: archive.archivedAt };
-  }
+  const newest = newestArchive(names, (archive) => archive.reason === 'deleted' && archive.originalName === own);
   if (newest === null) return false;
-  const fs = fileSystemFor(file);
+  const archivePath = resolveInside(dir, newest);
   try {
     // link, not rename, so that a name that appeared meanwhile is never replaced (EEXIST); then the archive name goes.
-    await fs.link(resolveInside(dir, newest.name), file);
+    await fsp.link(archivePath, file);
   } catch (err) {
     if (errnoOf(err) === 'EEXIST') return false;
     throw err;
   }
-  await fs.unlink(resolveInside(dir, newest.name));
-  await fs.fsyncPath(dir).catch((err: unknown) => {
-    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR'].includes(errnoOf(err) ?? '')) throw err;
-  });
+  await fsp.unlink(archivePath);
+  await fsyncFolder(dir);
   return true;
 }

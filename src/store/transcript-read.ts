@@ -94,7 +94,6 @@ async function* streamRecords(file: string, stats: TranscriptReadStats): AsyncGe
       yield record;
     }
   } catch (err) {
-    if (err instanceof SwitchboardError) throw err;
     throw ioError(`could not read transcript ${file}`, err);
   } finally {
     stream.destroy();

@@ -5,7 +5,7 @@
 // when its header tells whose it is (shared.ts).
 
 import path from 'node:path';
-import { SwitchboardError } from '../../core/index.js';
+import { SwitchboardError, readRecentIds } from '../../core/index.js';
 import { appendEntries, lockPathFor, lstatKind, parseArchiveName, readSessionStore, sessionEntryProblem, type SessionEntry } from '../../store/index.js';
 import { parseSessionKey } from '../../routing/index.js';
 import { statOrNull } from './files.js';
@@ -107,8 +107,7 @@ function nothingRecordedYet(entry: SessionEntry): boolean {
   const queue = Array.isArray(entry.queue) ? entry.queue : [];
   const reported = (Array.isArray(entry.outbox) ? entry.outbox : []).flatMap((item) => (Array.isArray(item.records) ? item.records : []));
   if (queue.length === 0 && reported.length === 0 && entry.activeRun === undefined) return false;
-  const ids = entry.recentMessageIds;
-  const remembered = typeof ids === 'string' ? ids.split('\n').filter((line) => line !== '').length : Array.isArray(ids) ? ids.length : 0;
+  const remembered = readRecentIds(entry.recentMessageIds).length;
   const accounted =
     queue.filter((item) => typeof item.messageId === 'string').length +
     reported.filter((record) => typeof (record as { data?: { messageId?: unknown } }).data?.messageId === 'string').length;
