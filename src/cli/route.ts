@@ -89,7 +89,8 @@ async function runBatch(ctx: CliContext): Promise<number> {
           }
           // Error messages quote bad values: one nested thousands of levels deep would overflow the stack.
           if (mayNestDeeperThan(item.text) && jsonDepthExceeds(parsed)) throw new SwitchboardError('BAD_INPUT', describeLineError('too-deep', 0));
-          result = routes.json(normalizeRouteInput(parsed));
+          // No backslash in the line: none of its strings needs escaping when printed back.
+          result = routes.json(normalizeRouteInput(parsed), !item.text.includes('\\'));
         } catch (err) {
           const error = toSwitchboardError(err);
           result = JSON.stringify({ error: { code: error.code, message: `line ${item.line}: ${error.message}`, line: item.line } });

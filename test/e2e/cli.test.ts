@@ -131,6 +131,23 @@ describe('cli contract', () => {
     assert.deepEqual(lines.map((l) => l.error?.line ?? l.channel), [1, 2, 'ok']);
   });
 
+  test('--batch prints escaped ids back as JSON.stringify would, lines with and without escapes alike', async () => {
+    const ids = ['plain-1', 'quo"te', 'back\\slash', 'tab\there', 'lone \ud800', 'h\u00e9llo \u2028 x', 'Mixed-CASE'];
+    const inputs = ids.map((id) => ({ channel: 'slack', peer: { kind: 'direct', id }, threadId: id }));
+    const state = tempDir();
+    fs.writeFileSync(path.join(state, 'switchboard.json5'), JSON.stringify({ session: { dmScope: 'per-peer' } }));
+    const r = await runCli(['route', 'resolve', '--batch', '--state-dir', state], { input: inputs.map((i) => JSON.stringify(i)).join('\n') });
+    assert.equal(r.code, 0, r.stderr);
+    const printed = r.stdout.trimEnd().split('\n');
+    assert.equal(printed.length, ids.length);
+    printed.forEach((line, i) => {
+      const route = JSON.parse(line);
+      const id = ids[i].trim().toLowerCase();
+      assert.equal(route.sessionKey, `agent:main:direct:${id}:thread:${id}`);
+      assert.equal(line, JSON.stringify(route), ids[i]);
+    });
+  });
+
   test('every command has help with an example', async () => {
     // Walk the real program so that a command added later cannot skip this check.
     const program = await buildProgram(processStreams(), () => undefined);
