@@ -2,6 +2,7 @@
 // sessions.ts and maintain.ts): the plan table and summaries in text, OpenClaw's summary shape in
 // JSON, and progress on a terminal (progress.ts).
 
+import path from 'node:path';
 import { SwitchboardError } from '../core/index.js';
 import {
   cleanupSessions,
@@ -172,6 +173,7 @@ function maintainText(r: MaintainReport): string {
   const lines = [`switchboard maintain${r.dryRun ? ' (dry run)' : ''} at ${r.now}`];
   const reasons = r.locks.released.map((l) => l.reason);
   lines.push(`  locks: ${r.locks.released.length} ${verb}released${reasons.length > 0 ? ` (${[...new Set(reasons)].join(', ')})` : ''}, ${r.locks.kept} live kept`);
+  for (const done of r.rotations.finished) lines.push(`  interrupted rotation of ${done.sessionKey}: old instance ${done.sessionId} ${verb}archived${done.archivedTo ? ` as ${path.basename(done.archivedTo)}` : ''}`);
   lines.push(
     r.cronRetention.retentionMs === null
       ? '  cron retention: off'

@@ -36,10 +36,11 @@ import { buildMaintenanceSnapshot, transcriptNameOf, type BusyKeysProvider } fro
 import { removeEntries, type CleanupProgress } from './session-cleanup.js';
 import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
 import type { ExpiredEvent } from './queue-state.js';
+import { finishInterruptedRotations, type FinishedRotation } from './interrupted-rotations.js';
 
 const RESET_CONCURRENCY = 8;
 
-export type MaintainStage = 'locks' | 'cron-retention' | 'cleanup' | 'resets';
+export type MaintainStage = 'locks' | 'rotations' | 'cron-retention' | 'cleanup' | 'resets';
 
 export interface MaintainOptions {
   dryRun?: boolean;
@@ -99,6 +100,8 @@ export interface MaintainReport {
   dryRun: boolean;
   now: string;
   locks: { released: ReleasedLock[]; kept: number };
+  /** Rotations a killed process left half done: the old instance's transcript, archived now. */
+  rotations: { finished: FinishedRotation[] };
   cronRetention: { retentionMs: number | null; removed: CronRemoval[]; skipped: { agentId: string; sessionKey: string; reason: string }[] };
   cleanup: { allAgents: true; mode: MaintenanceMode; dryRun: boolean; stores: CleanupStoreResult[] };
   resets: {
@@ -148,6 +151,8 @@ function releasableReason(info: LockInfo): ReleasedLock['reason'] | null {
 /**
  * Runs the maintenance job. Order (each stage sees what the one before left):
  * 1. stale locks — only stale, over-held or dead-holder locks; a live, in-time lock is never touched;
+ *    then rotations a killed process left half done get their old transcript archived (the lock
+ *    such a process held on it is gone by now);
  * 2. cron retention — cron-family entries idle longer than cron.sessionRetention;
  * 3. cleanup — `sessions cleanup` of every agent's store with the configured mode;
  * 4. due resets — daily/idle expiry without a message; a session whose write lock is held
@@ -196,6 +201,15 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
     }
   } catch (err) {
     errors.push(errorOf('locks', null, err));
+  }
+
+  const rotations: MaintainReport['rotations'] = { finished: [] };
+  for (const location of stores) {
+    try {
+      rotations.finished.push(...(await finishInterruptedRotations(ctx, location, { dryRun, releasedLocks: releasedPaths })));
+    } catch (err) {
+      errors.push(errorOf('rotations', location.agentId, err));
+    }
   }
 
   // In a dry run, a lock that would be released does not protect its session.
@@ -318,6 +332,7 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
     dryRun,
     now: new Date(now).toISOString(),
     locks,
+    rotations,
     cronRetention,
     cleanup: { allAgents: true, mode, dryRun, stores: cleanupStores },
     resets,

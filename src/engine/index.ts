@@ -57,6 +57,7 @@ export {
   type ResetDeferred,
   type CronRemoval,
 } from './housekeeping.js';
+export type { FinishedRotation } from './interrupted-rotations.js';
 export { keepCapsOnWrite } from './cleanup-on-write.js';
 export {
   runDoctor,
