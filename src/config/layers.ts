@@ -19,6 +19,29 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
+/** The keys down to the first value nested one level past the cap (the walk stops there: at most MAX_JSON_DEPTH + 1 calls deep). */
+function pathPastCap(value: unknown, depth = 1): string[] | null {
+  if (value === null || typeof value !== 'object') return null;
+  if (depth > MAX_JSON_DEPTH) return [];
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const below = pathPastCap((value as Record<string, unknown>)[key], depth + 1);
+    if (below !== null) return [key, ...below];
+  }
+  return null;
+}
+
+/** CONFIG_INVALID for a config nested past the cap, at `file:line:column` of the first value that is. */
+function tooDeep(file: string, text: string, data: unknown): SwitchboardError {
+  const segments = pathPastCap(data) ?? [];
+  const at: TextPosition | undefined = segments.length > 0 ? locateJsonPaths(text).get(formatJsonPath(segments)) : undefined;
+  const where = at ? `${file}:${at.line}:${at.column}` : file;
+  return new SwitchboardError('CONFIG_INVALID', `${where}: values are nested more than ${MAX_JSON_DEPTH} levels deep`, {
+    details: { file, ...(at ? { line: at.line, column: at.column } : {}) },
+    hint: 'a config needs no more than a few levels; look for a value pasted into itself',
+  });
+}
+
 /** `~/x` → home, a relative path → next to the file that names it. */
 export function resolveExtends(raw: string, fromFile: string): string {
   const trimmed = raw.trim();
@@ -49,9 +72,7 @@ export async function loadLayers(
     const data = await parse(text, current);
     // Every walk over a config (schema, merge, origins, `config show`) recurses: a value nested
     // thousands of levels deep would overflow the stack. No real config comes near the cap.
-    if (jsonDepthExceeds(data)) {
-      throw new SwitchboardError('CONFIG_INVALID', `${current}: values are nested more than ${MAX_JSON_DEPTH} levels deep`, { details: { file: current } });
-    }
+    if (jsonDepthExceeds(data)) throw tooDeep(current, text, data);
     if (!isRecord(data)) {
       // The schema reports a non-object config with its own message; a base would be dropped by the merge.
       if (chain.length > 0) {

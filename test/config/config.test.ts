@@ -208,7 +208,7 @@ describe('config validate rejects what any command would reject', () => {
     assert.equal(errorOf(doctor.stderr).message, errorOf(validate.stderr).message);
   });
 
-  test('a config nested past the depth cap, or a base of extends that is not an object, is CONFIG_INVALID naming the file', async () => {
+  test('a config nested past the depth cap, or a base of extends that is not an object, is CONFIG_INVALID naming the file (and line:column of the first value past the cap)', async () => {
     const dir = tempDir();
     const deep = path.join(dir, 'deep.json');
     fs.writeFileSync(deep, `{"channels":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`);
@@ -218,9 +218,15 @@ describe('config validate rejects what any command would reject', () => {
       for (const args of [['config', 'show'], ['route', 'resolve', '--channel', 'x']]) {
         const r = await runCli([...args, '--json', '--config', config, '--state-dir', dir]);
         assert.equal(r.code, 78, `${config} ${args.join(' ')}: ${r.stderr}`);
-        assert.equal(errorOf(r.stderr).message, `${deep}: values are nested more than 128 levels deep`);
+        // `{"channels":` then `{"a":` per level: the key of the value at level 129 is the 127th "a".
+        assert.equal(errorOf(r.stderr).message, `${deep}:1:${14 + 5 * 126}: values are nested more than 128 levels deep`);
       }
     }
+    const json5 = path.join(dir, 'deep.json5');
+    fs.writeFileSync(json5, `{\n  // arrays this time\n  session: {x: ${'['.repeat(300)}1${']'.repeat(300)}}\n}\n`);
+    const r5 = await runCli(['config', 'validate', '--json', '--config', json5, '--state-dir', dir]);
+    assert.equal(r5.code, 78);
+    assert.equal(errorOf(r5.stderr).message, `${json5}:3:${16 + 126}: values are nested more than 128 levels deep`);
     const base = path.join(dir, 'null.json');
     fs.writeFileSync(base, 'null');
     fs.writeFileSync(top, '{ extends: "./null.json" }');
