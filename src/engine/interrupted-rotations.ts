@@ -24,6 +24,7 @@ import {
   type SessionStore,
   type StoreLocation,
   type TranscriptHeader,
+  type TranscriptSharing,
 } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { transcriptNameOf } from './cleanup-snapshot.js';
@@ -84,10 +85,10 @@ async function headerOf(file: string): Promise<TranscriptHeader | null> {
  * agent whose entry is usable, names another instance, that instance's transcript is there, and
  * it started after this one. Otherwise undefined.
  */
-async function replacedBy(location: StoreLocation, store: SessionStore, name: string, header: TranscriptHeader): Promise<string | undefined> {
+async function replacedBy(location: StoreLocation, store: SessionStore, sharing: TranscriptSharing, name: string, header: TranscriptHeader): Promise<string | undefined> {
   const key = header.sessionKey;
   if (typeof key !== 'string' || !key.startsWith(`agent:${location.agentId}:`) || !Object.hasOwn(store, key)) return undefined;
-  if (!isUsableEntry(store, key, location.sessionsDir, transcriptSharing(store))) return undefined;
+  if (!isUsableEntry(store, key, location.sessionsDir, sharing)) return undefined;
   const entry = store[key]!;
   const current = transcriptNameOf(location, entry);
   if (entry.sessionId === header.id || current === null || current === name) return undefined;
@@ -112,12 +113,13 @@ export async function finishInterruptedRotations(
   options: { dryRun: boolean; /** Lock paths this pass released (or, in a dry run, would release): they protect nothing. */ releasedLocks: ReadonlySet<string> },
 ): Promise<FinishedRotation[]> {
   const store = await readSessionStore(location.storePath);
+  const sharing = transcriptSharing(store);
   const finished: FinishedRotation[] = [];
   for (const name of await unnamedTranscripts(location, store, options.releasedLocks)) {
     const file = path.join(location.sessionsDir, name);
     const header = await headerOf(file);
     if (header === null) continue;
-    const key = await replacedBy(location, store, name, header);
+    const key = await replacedBy(location, store, sharing, name, header);
     if (key === undefined) continue;
     const done = { agentId: location.agentId, sessionKey: key, sessionId: header.id, file };
     if (options.dryRun) {
@@ -126,8 +128,8 @@ export async function finishInterruptedRotations(
     }
     try {
       const archivedTo = await withLock(file, { ...sessionLockOptions(ctx, { sessionKey: key, runId: 'maintenance' }), acquireTimeoutMs: 0 }, async () => {
-        const now = await readSessionStore(location.storePath);
-        if (namedTranscripts(location, now).has(name) || (await replacedBy(location, now, name, header)) !== key) return null;
+        const current = await readSessionStore(location.storePath);
+        if (namedTranscripts(location, current).has(name) || (await replacedBy(location, current, transcriptSharing(current), name, header)) !== key) return null;
         return archiveFile(file, 'reset', ctx.clock.now());
       });
       if (archivedTo !== null) finished.push({ ...done, archivedTo });
