@@ -12,6 +12,7 @@ import {
   checkSessionEntry,
   duplicateKeyOfRecord,
   entryTextHash,
+  journalledEntry,
   findInstanceTranscript,
   readRemovedMemories,
   transactSessionStore,
@@ -132,6 +133,8 @@ async function archiveRotated(ctx: EngineContext, rotation: { file: string; sess
 interface Snapshot {
   text: string | undefined;
   hash: string | null;
+  /** The entry's duplicate memory as it was (the journal names only what the plan adds to it). */
+  memory: unknown;
 }
 
 /** What one round (one store transaction) did with its items. */
@@ -217,7 +220,8 @@ function journalOf(store: SessionStore, works: SessionWork[], snapshots: Map<str
     if (work.rebind) continue;
     let session = byKey.get(work.sessionKey);
     if (session === undefined) {
-      session = { sessionKey: work.sessionKey, base: snapshots.get(work.sessionKey)?.hash ?? null, entry: store[work.sessionKey]!, files: [], records: [] };
+      const snapshot = snapshots.get(work.sessionKey);
+      session = { sessionKey: work.sessionKey, base: snapshot?.hash ?? null, ...journalledEntry(store[work.sessionKey]!, snapshot?.memory), files: [], records: [] };
       byKey.set(work.sessionKey, session);
     }
     const file = session.files.push(work.file.slice(work.file.lastIndexOf('/') + 1)) - 1;
@@ -246,7 +250,7 @@ async function commitRound(
     if (snapshots.has(sessionKey)) continue;
     const entry = Object.hasOwn(store, sessionKey) ? store[sessionKey] : undefined;
     const text = entry === undefined ? undefined : JSON.stringify(entry);
-    snapshots.set(sessionKey, { text, hash: text === undefined ? null : entryTextHash(text) });
+    snapshots.set(sessionKey, { text, hash: text === undefined ? null : entryTextHash(text), memory: entry?.recentMessageIds });
   }
   const { effects, failed } = await planRound(ctx, runtime, location, store, items, snapshots);
   const planned = items.filter((item) => !failed.has(item));

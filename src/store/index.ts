@@ -17,7 +17,7 @@ export * from './transcript-read.js';
 export * from './transcript-follow.js';
 export { readTranscriptHead } from './transcript-head.js';
 export { copyRegularFile, describeFileKind, fileKindOf, lstatKind, notRegularFileError, openRegularFile, readRegularFile, type FileKind } from './regular-file.js';
-export { entryHash, entryTextHash, journalPathFor, readJournal, JOURNAL_SUFFIX, type JournalSession } from './journal.js';
+export { entryHash, entryTextHash, journalPathFor, journalledEntry, readJournal, JOURNAL_SUFFIX, type JournalSession } from './journal.js';
 export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, isInMemory, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';
 export { readRemovedMemories, readRemovedMemoryFile, removedMemoryPathFor, REMOVED_MEMORY_SUFFIX, type RemovedMemory, type RemovedMemories } from './removed-memory.js';
 export { addRecordRoute, duplicateKeyOfRecord } from './record-route.js';

@@ -20,7 +20,7 @@ import type { SessionEntry, SessionStore } from './session-entry.js';
 import { readTranscript } from './transcript-read.js';
 
 export const JOURNAL_SUFFIX = '.journal';
-const JOURNAL_VERSION = 3;
+const JOURNAL_VERSION = 4;
 
 /** One record of a journalled session: its id, the index of its file in `files`, its duplicate-memory key (store record-route.ts). */
 export type JournalRecord = [id: string, file: number, duplicateKey?: string];
@@ -30,8 +30,15 @@ export interface JournalSession {
   sessionKey: string;
   /** Content hash of the entry the plan started from (null: the key had no entry). */
   base: string | null;
-  /** The entry to install once the records are on disk. */
+  /** The entry to install once the records are on disk (without `recentMessageIds` when `memory` is given). */
   entry: SessionEntry;
+  /**
+   * Since version 4: what the plan appended to the duplicate memory of the entry it started from.
+   * The memory to install is that entry's (the one recovery finds, its hash being `base`) followed
+   * by these lines. A busy session's memory is most of its entry, and journalling it whole cost
+   * every batch as much as writing sessions.json once more.
+   */
+  memory?: string;
   /** Transcript file names (inside the sessions folder) the records go to: a rotation inside the batch writes to two. */
   files: string[];
   /**
@@ -39,6 +46,20 @@ export interface JournalSession {
    * writes, and this file is written (and fsynced) before them on every batch.
    */
   records: JournalRecord[];
+}
+
+/**
+ * The entry and memory to journal for `planned`, made from an entry whose memory was `baseMemory`:
+ * only the lines the plan appended when it appended some (its memory starts with the base's), the
+ * whole entry otherwise (memory cut from the front, or stored as pairs by an older release).
+ */
+export function journalledEntry(planned: SessionEntry, baseMemory: unknown): Pick<JournalSession, 'entry' | 'memory'> {
+  const memory = planned.recentMessageIds;
+  if (typeof memory !== 'string' || (baseMemory !== undefined && typeof baseMemory !== 'string')) return { entry: planned };
+  const before = baseMemory ?? '';
+  if (!memory.startsWith(before)) return { entry: planned };
+  const { recentMessageIds: _, ...entry } = planned;
+  return { entry, memory: memory.slice(before.length) };
 }
 
 /** Version 1 (before tuples): one object per record, its file named in full. */
@@ -164,7 +185,8 @@ export async function readJournal(storePath: string): Promise<JournalSession[] |
     const parsed = JSON.parse(text) as { version?: unknown; sessions?: unknown };
     // Torn or foreign: it was written (and fsynced) before any record, so nothing was appended.
     if (!Array.isArray(parsed?.sessions)) return null;
-    if (parsed.version === JOURNAL_VERSION) return parsed.sessions as JournalSession[];
+    // Version 3 is version 4 without `memory` (every entry journalled whole).
+    if (parsed.version === JOURNAL_VERSION || parsed.version === 3) return parsed.sessions as JournalSession[];
     if (parsed.version === 2) return (parsed.sessions as JournalSession[]).map(fromVersion2);
     if (parsed.version === 1) return (parsed.sessions as JournalSessionV1[]).map(fromVersion1);
     return null;
@@ -216,6 +238,10 @@ export async function recoverJournal(storePath: string, store: SessionStore): Pr
     }
     if (found.size === 0) continue; // nothing reached the disk: nothing was acknowledged
     const entry = { ...session.entry };
+    if (typeof session.memory === 'string') {
+      const before = (current as SessionEntry | undefined)?.recentMessageIds;
+      entry.recentMessageIds = `${typeof before === 'string' ? before : ''}${session.memory}`;
+    }
     const missing = new Set(session.records.filter((record) => !found.has(record[0]) && typeof record[2] === 'string').map((record) => record[2] as string));
     if (missing.size > 0 && entry.recentMessageIds !== undefined) {
       entry.recentMessageIds = withoutRecentIds(entry.recentMessageIds, missing);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { appendToTranscript, entryHash, journalPathFor, readSessionStore, updateSessionStore, type JournalSession } from '../../src/store/index.js';
+import { appendToTranscript, entryHash, journalPathFor, journalledEntry, readSessionStore, updateSessionStore, type JournalSession } from '../../src/store/index.js';
 import { runCli, tempDir } from '../helpers.js';
 
 function setup(): { dir: string; storePath: string } {
@@ -46,6 +46,26 @@ for (const version of [1, 2, 3]) {
     assert.equal(fs.readFileSync(journalPathFor(storePath), 'utf8'), '', 'the journal is emptied once applied');
   });
 }
+
+test('version 4 journals only the lines a plan appended to the memory; recovery puts them after the memory it finds', async () => {
+  const { dir, storePath } = setup();
+  const key = (id: string) => `telegram default direct:1  ${id}`;
+  const base = { sessionId: 's1', sessionFile: 's1.jsonl', updatedAt: 1, recentMessageIds: `1 ${key('m0')}` };
+  fs.writeFileSync(storePath, JSON.stringify({ 'agent:main:a': base }));
+  await appendToTranscript(path.join(dir, 's1.jsonl'), { type: 'message', id: 'r1', message: { role: 'user', messageId: 'm1' } }, { session: { sessionId: 's1' } });
+  const planned = { ...base, updatedAt: 2, recentMessageIds: `${base.recentMessageIds}\n2 ${key('m1')}\n2 ${key('m2')}` };
+  const journalled = journalledEntry(planned, base.recentMessageIds);
+  assert.equal(journalled.memory, `\n2 ${key('m1')}\n2 ${key('m2')}`, 'only what the plan added');
+  assert.equal('recentMessageIds' in journalled.entry, false);
+  // A memory cut from the front, or kept as pairs, goes whole.
+  assert.deepEqual(journalledEntry({ ...planned, recentMessageIds: `2 ${key('m1')}` }, base.recentMessageIds), { entry: { ...planned, recentMessageIds: `2 ${key('m1')}` } });
+  assert.deepEqual(journalledEntry(planned, [['m0', 1]]), { entry: planned });
+  writeJournalFile(storePath, [{ sessionKey: 'agent:main:a', base: entryHash(base), ...journalled, files: ['s1.jsonl'], records: [['r1', 0, key('m1')], ['r2', 0, key('m2')]] }], 4);
+  await updateSessionStore(storePath, () => undefined);
+  const entry = (await readSessionStore(storePath))['agent:main:a'];
+  assert.equal(entry?.updatedAt, 2);
+  assert.equal(entry?.recentMessageIds, `1 ${key('m0')}\n2 ${key('m1')}`, 'the memory found, then the recorded id; the lost one is forgotten');
+});
 
 test('a journal never rolls back: not when its batch committed, not when the entry changed since, not without records', async () => {
   const { dir, storePath } = setup();
