@@ -304,7 +304,9 @@ export async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: 
         const owed = peekOutbox({ ...entry, outbox: (entry.outbox ?? []).filter((item) => planned.has(item.id)) });
         const records = [...preRecords, ...owed.records];
         if (records.length === 0) return;
-        await appendInStore(ctx, tx, { file: transcript, sessionKey: ref.sessionKey, sessionId, agentId: ref.agentId }, records);
+        // The entry's own instance, unless this drain rotated it: a file missing with a `.deleted.`
+        // archive is an interrupted `sessions delete`, put back first (as an ingest append does).
+        await appendInStore(ctx, tx, { file: transcript, sessionKey: ref.sessionKey, sessionId, agentId: ref.agentId, resumesFile: plan.rotation === undefined }, records);
         if (owed.ids.length > 0 && dropOutbox(entry, owed.ids)) entry.updatedAt = ctx.clock.now();
       });
     } catch (err) {

@@ -46,7 +46,9 @@ export class TurnWriter {
     if (this.failed) return false;
     if (entries.length === 0) return true;
     try {
-      await appendEntries(this.file, entries, { handle: this.handle, session: this.session, clock: this.ctx.clock });
+      // resumesFile: a run writes to its entry's instance, so a file missing with a `.deleted.`
+      // archive is an interrupted `sessions delete`, put back first (a new instance has no archive).
+      await appendEntries(this.file, entries, { handle: this.handle, session: this.session, clock: this.ctx.clock, resumesFile: true });
       return true;
     } catch (err) {
       this.failure = err;

@@ -64,3 +64,47 @@ test('a sessions delete killed after archiving, before removing the entry: the n
   }
   assert.ok(interruptedRounds > 0, 'at least one delete was killed between its archive and its store write');
 });
+
+/**
+ * The state an interrupted delete leaves (entry kept, transcript archived as `.deleted.<ts>`) on
+ * a session with work left: a message queued with --no-wait (then, with `cancelFirst`, cancelled,
+ * which leaves only its `dropped` report in the entry's outbox). The next process that finds the
+ * queue orphaned takes it up: here an ingest for another session, which itself never appends to
+ * this one, so the first writer is the run (or, for the report, the drain). Before, that writer
+ * started an empty file under the same name.
+ */
+async function firstWriterAfterInterruptedDelete(cancelFirst: boolean): Promise<string[]> {
+  const state = tempDir('sb-delete-run-');
+  const config = writeJson(path.join(state, 'c.json'), { agents: { defaults: { runner: { command: 'builtin:echo' } } }, session: { dmScope: 'per-peer' } });
+  const dir = path.join(state, 'agents', 'main', 'sessions');
+  const ingest = (lines: string[], extra: string[] = []) => runCli(['ingest', '--state-dir', state, '--config', config, ...extra], { input: `${lines.join('\n')}\n` });
+  assert.equal((await ingest([say('one', 'a1')])).code, 0);
+  const queued = await ingest([say('two', 'a2')], ['--no-wait']);
+  assert.equal(queued.code, 0, queued.stderr);
+  if (cancelFirst) {
+    const listed = JSON.parse((await runCli(['queue', '--json', '--state-dir', state, '--config', config])).stdout);
+    const cancel = await runCli(['queue', 'cancel', listed.items[0].runId, '--state-dir', state, '--config', config]);
+    assert.equal(cancel.code, 0, cancel.stderr);
+  }
+  const entry = JSON.parse(fs.readFileSync(path.join(dir, 'sessions.json'), 'utf8'))[KEY];
+  fs.renameSync(path.join(dir, entry.sessionFile), path.join(dir, `${entry.sessionFile}.deleted.${new Date().toISOString().replace(/:/g, '-')}`));
+
+  const other = await ingest([JSON.stringify({ channel: 'telegram', peer: 'direct:bob', text: 'hi', messageId: 'b1' })]);
+  assert.equal(other.code, 0, other.stderr);
+  assert.deepEqual(fs.readdirSync(dir).filter((name) => name.includes('.deleted.')), [], 'the archive was put back');
+  return jsonLines(fs.readFileSync(path.join(dir, entry.sessionFile), 'utf8')).map((r) =>
+    r.type === 'message' ? `${r.message.role}: ${r.message.content[0].text}` : `${r.type}${r.customType ? ` ${r.customType}` : ''}`,
+  );
+}
+
+test('a run that is the first to write after an interrupted delete puts the transcript back too', async () => {
+  const said = await firstWriterAfterInterruptedDelete(false);
+  assert.deepEqual(said.filter((line) => line.startsWith('user')), ['user: one', 'user: two'], 'the queued message went to the same file, after its history');
+  assert.ok(said.indexOf('assistant: echo: two') > said.indexOf('user: two'), `and its answer after it: ${said.join(' | ')}`);
+});
+
+test('so does a drain whose first write is a cancelled message\'s report', async () => {
+  const said = await firstWriterAfterInterruptedDelete(true);
+  assert.deepEqual(said.filter((line) => line.startsWith('user')), ['user: one'], said.join(' | '));
+  assert.ok(said.includes('custom dropped'), `the report of the cancelled message follows its history: ${said.join(' | ')}`);
+});
