@@ -18,7 +18,7 @@ import {
   lockPathFor,
   parseArchiveName,
   readSessionStore,
-  readTranscript,
+  readTranscriptHead,
   transcriptSharing,
   withLock,
   type SessionStore,
@@ -68,16 +68,15 @@ async function unnamedTranscripts(location: StoreLocation, store: SessionStore, 
     .sort();
 }
 
-/** The file's header (its first record) when it has one; null for anything else. */
+/** The file's header (its first record, from one small read) when it has one; null for anything else. */
 async function headerOf(file: string): Promise<TranscriptHeader | null> {
   try {
-    for await (const record of readTranscript(file)) {
-      return record.type === 'session' && typeof record.id === 'string' ? (record as unknown as TranscriptHeader) : null;
-    }
+    const [first] = await readTranscriptHead(file, 1, true);
+    return first?.type === 'session' && typeof first.id === 'string' ? (first as unknown as TranscriptHeader) : null;
   } catch {
     // Unreadable (gone, a link, a folder): not this step's to judge; doctor reports it.
+    return null;
   }
-  return null;
 }
 
 /**

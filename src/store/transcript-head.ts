@@ -16,8 +16,10 @@ const HEAD_BYTES = 16 * 1024;
  * The first `count` records of a transcript (the header, then the first entry): one small read,
  * so a listing of many instances does not read whole files; a longer first record is streamed.
  * Lines that do not parse are skipped as readTranscript skips them. A missing file is NOT_FOUND.
+ * `firstReadOnly`: what that first read holds and no more (a file whose head is not in it gives
+ * what is there), for callers that must not read a hostile file's huge first line whole.
  */
-export async function readTranscriptHead(transcriptPath: string, count = 2): Promise<TranscriptRecord[]> {
+export async function readTranscriptHead(transcriptPath: string, count = 2, firstReadOnly = false): Promise<TranscriptRecord[]> {
   const file = path.resolve(transcriptPath);
   if (memoryVolumeFor(file) === undefined) {
     let handle;
@@ -40,7 +42,7 @@ export async function readTranscriptHead(transcriptPath: string, count = 2): Pro
         if (record !== null) records.push(record);
         if (records.length === count) return records;
       }
-      if (bytesRead < HEAD_BYTES) return records;
+      if (bytesRead < HEAD_BYTES || firstReadOnly) return records;
     } finally {
       await handle.close().catch(() => undefined);
     }

@@ -101,6 +101,8 @@ test('maintain leaves alone an unnamed transcript that is not plainly an older i
   write('unknown-key.jsonl', { ...header, id: 'unknown-key', sessionKey: 'agent:main:direct:nobody' });
   write('other-agent.jsonl', { ...header, id: 'other-agent', sessionKey: 'agent:work:direct:alice' });
   write('no-header.jsonl', { type: 'message', id: 'm1', parentId: null, timestamp: header.timestamp });
+  // A first line longer than one small read is no header switchboard wrote, and is not read whole.
+  write('huge-header.jsonl', { ...header, id: 'huge-header', pad: 'x'.repeat(64 * 1024) });
   // Older, but held by a live lock: left for a later pass.
   write('locked.jsonl', { ...header, id: 'locked' });
   let letGo!: () => void;
@@ -113,5 +115,5 @@ test('maintain leaves alone an unnamed transcript that is not plainly an older i
   const report = await maintain(state, config);
   letGo();
   assert.deepEqual(report.rotations.finished.map((f: any) => path.basename(f.file)), ['older.jsonl']);
-  for (const name of ['newer.jsonl', 'unknown-key.jsonl', 'other-agent.jsonl', 'no-header.jsonl', 'locked.jsonl']) assert.ok(fs.existsSync(path.join(dir, name)), name);
+  for (const name of ['newer.jsonl', 'unknown-key.jsonl', 'other-agent.jsonl', 'no-header.jsonl', 'huge-header.jsonl', 'locked.jsonl']) assert.ok(fs.existsSync(path.join(dir, name)), name);
 });
