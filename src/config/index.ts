@@ -8,4 +8,3 @@ export { effectiveValues, isSecretPath, REDACTED, type EffectiveValue } from './
 export { schemaValidator, describeSchemaErrors, jsonPathOf, formatJsonPath, type CompiledValidator, type SchemaError } from './validators.js';
 export { configGeneration, checkCurrentFormat, rosterIds, ROSTER_KEY, type ConfigGeneration } from './openclaw-format.js';
 export { resolveExtends, type ConfigLayer } from './layers.js';
-export { configDigest, knownValid } from './verdict-cache.js';

@@ -8,7 +8,6 @@ import type { SwitchboardConfig } from './types.js';
 import { checkCurrentFormat, configGeneration } from './openclaw-format.js';
 import { loadLayers, locateLayeredProblems, mergeLayers, type ConfigLayer } from './layers.js';
 import { describeSchemaErrors, jsonPathOf, schemaValidator } from './validators.js';
-import { configDigest, knownValid, rememberValid } from './verdict-cache.js';
 
 export type ConfigSource = 'flag' | 'env' | 'state-dir' | 'openclaw' | 'none';
 
@@ -146,15 +145,12 @@ export async function loadConfig(options: LocateOptions): Promise<LoadedConfig> 
   const located = locateConfig(options);
   if (!located.path) return { config: {}, path: null, source: 'none', layers: [] };
   const layers = await loadLayers(located.path, (file, why) => readConfigFile(file, why, located.source), parseText);
-  const merged = layers.length === 1 ? { data: layers[0]!.data, origins: undefined } : mergeLayers(layers);
-  const loaded: LoadedConfig = { config: merged.data as SwitchboardConfig, path: located.path, layers, source: located.source };
-  if (merged.origins !== undefined) loaded.origins = merged.origins;
-  // Texts already found valid (by this build) are not checked again: see verdict-cache.ts.
-  const digest = configDigest(layers);
-  if (knownValid(options.stateDir, digest)) return loaded;
-  loaded.config = validateConfigData(merged.data, located.path, layers);
-  rememberValid(options.stateDir, digest);
-  return loaded;
+  if (layers.length === 1) {
+    const [only] = layers;
+    return { config: validateConfigData(only.data, located.path, layers), path: located.path, layers, source: located.source };
+  }
+  const { data, origins } = mergeLayers(layers);
+  return { config: validateConfigData(data, located.path, layers), path: located.path, layers, origins, source: located.source };
 }
 
 interface SchemaNode {
