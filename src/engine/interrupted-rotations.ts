@@ -10,7 +10,7 @@
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
+import { errnoOf, ioError } from '../core/index.js';
 import {
   LOCK_SUFFIX,
   archiveFile,
@@ -18,16 +18,17 @@ import {
   lockPathFor,
   parseArchiveName,
   readSessionStore,
-  readTranscriptHead,
+  readFirstLineRecord,
   transcriptSharing,
-  withLock,
   type SessionStore,
   type StoreLocation,
   type TranscriptHeader,
   type TranscriptSharing,
 } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
+import { holdTranscriptLocks } from './cleanup-files.js';
 import { transcriptNameOf } from './cleanup-snapshot.js';
+import { transcriptHeaderProblem } from './doctor/transcript-scan.js';
 
 export interface FinishedRotation {
   agentId: string;
@@ -68,11 +69,15 @@ async function unnamedTranscripts(location: StoreLocation, store: SessionStore, 
     .sort();
 }
 
-/** The file's header (its first record, from one small read) when it has one; null for anything else. */
+/**
+ * The file's header when its first line is one doctor would accept for this file (the schema, and
+ * an id its name is made of), from one small read; null for anything else.
+ */
 async function headerOf(file: string): Promise<TranscriptHeader | null> {
   try {
-    const [first] = await readTranscriptHead(file, 1, true);
-    return first?.type === 'session' && typeof first.id === 'string' ? (first as unknown as TranscriptHeader) : null;
+    const first = await readFirstLineRecord(file);
+    if (first?.type !== 'session' || transcriptHeaderProblem(first, path.basename(file)) !== null) return null;
+    return first as unknown as TranscriptHeader;
   } catch {
     // Unreadable (gone, a link, a folder): not this step's to judge; doctor reports it.
     return null;
@@ -103,8 +108,8 @@ async function replacedBy(location: StoreLocation, store: SessionStore, sharing:
 
 /**
  * Archives, as `.reset.<ts>`, every transcript of the store a rotation replaced but did not get
- * to archive. Each under its own lock, taken without waiting (a held one is left for the next
- * pass), and judged again from sessions.json read under it.
+ * to archive. Under their locks, taken together without waiting (a held one is left for the next
+ * pass), each judged again from sessions.json read once under them.
  */
 export async function finishInterruptedRotations(
   ctx: EngineContext,
@@ -113,29 +118,30 @@ export async function finishInterruptedRotations(
 ): Promise<FinishedRotation[]> {
   const store = await readSessionStore(location.storePath);
   const sharing = transcriptSharing(store);
-  const finished: FinishedRotation[] = [];
+  const candidates: { done: FinishedRotation; name: string; header: TranscriptHeader }[] = [];
   for (const name of await unnamedTranscripts(location, store, options.releasedLocks)) {
     const file = path.join(location.sessionsDir, name);
     const header = await headerOf(file);
     if (header === null) continue;
     const key = await replacedBy(location, store, sharing, name, header);
-    if (key === undefined) continue;
-    const done = { agentId: location.agentId, sessionKey: key, sessionId: header.id, file };
-    if (options.dryRun) {
-      finished.push({ ...done, archivedTo: null });
-      continue;
-    }
-    try {
-      const archivedTo = await withLock(file, { ...sessionLockOptions(ctx, { sessionKey: key, runId: 'maintenance' }), acquireTimeoutMs: 0 }, async () => {
-        const current = await readSessionStore(location.storePath);
-        if (namedTranscripts(location, current).has(name) || (await replacedBy(location, current, transcriptSharing(current), name, header)) !== key) return null;
-        return archiveFile(file, 'reset', ctx.clock.now());
-      });
-      if (archivedTo !== null) finished.push({ ...done, archivedTo });
-    } catch (err) {
-      if (err instanceof SwitchboardError && err.code === 'SESSION_BUSY') continue;
-      throw err;
-    }
+    if (key !== undefined) candidates.push({ done: { agentId: location.agentId, sessionKey: key, sessionId: header.id, file, archivedTo: null }, name, header });
   }
-  return finished;
+  if (options.dryRun || candidates.length === 0) return candidates.map(({ done }) => done);
+  const locks = await holdTranscriptLocks(
+    candidates.map(({ name, done }) => ({ id: name, file: done.file, sessionKey: done.sessionKey })),
+    (sessionKey) => sessionLockOptions(ctx, { sessionKey, runId: 'maintenance' }),
+  );
+  try {
+    const current = await readSessionStore(location.storePath);
+    const named = namedTranscripts(location, current);
+    const currentSharing = transcriptSharing(current);
+    for (const { done, name, header } of candidates) {
+      if (!locks.held.has(name) || named.has(name)) continue;
+      if ((await replacedBy(location, current, currentSharing, name, header)) !== done.sessionKey) continue;
+      done.archivedTo = await archiveFile(done.file, 'reset', ctx.clock.now());
+    }
+  } finally {
+    await locks.release();
+  }
+  return candidates.filter(({ done }) => done.archivedTo !== null).map(({ done }) => done);
 }

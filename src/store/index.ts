@@ -15,7 +15,7 @@ export * from './lock-admin.js';
 export * from './transcript.js';
 export * from './transcript-read.js';
 export * from './transcript-follow.js';
-export { readTranscriptHead } from './transcript-head.js';
+export { readFirstLineRecord, readTranscriptHead } from './transcript-head.js';
 export { copyRegularFile, describeFileKind, fileKindOf, lstatKind, notRegularFileError, openRegularFile, readRegularFile, type FileKind } from './regular-file.js';
 export { entryHash, entryTextHash, journalPathFor, journalledEntry, readJournal, JOURNAL_SUFFIX, type JournalSession } from './journal.js';
 export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, isInMemory, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';

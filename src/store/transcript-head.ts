@@ -16,10 +16,8 @@ const HEAD_BYTES = 16 * 1024;
  * The first `count` records of a transcript (the header, then the first entry): one small read,
  * so a listing of many instances does not read whole files; a longer first record is streamed.
  * Lines that do not parse are skipped as readTranscript skips them. A missing file is NOT_FOUND.
- * `firstReadOnly`: what that first read holds and no more (a file whose head is not in it gives
- * what is there), for callers that must not read a hostile file's huge first line whole.
  */
-export async function readTranscriptHead(transcriptPath: string, count = 2, firstReadOnly = false): Promise<TranscriptRecord[]> {
+export async function readTranscriptHead(transcriptPath: string, count = 2): Promise<TranscriptRecord[]> {
   const file = path.resolve(transcriptPath);
   if (memoryVolumeFor(file) === undefined) {
     let handle;
@@ -42,7 +40,7 @@ export async function readTranscriptHead(transcriptPath: string, count = 2, firs
         if (record !== null) records.push(record);
         if (records.length === count) return records;
       }
-      if (bytesRead < HEAD_BYTES || firstReadOnly) return records;
+      if (bytesRead < HEAD_BYTES) return records;
     } finally {
       await handle.close().catch(() => undefined);
     }
@@ -53,4 +51,36 @@ export async function readTranscriptHead(transcriptPath: string, count = 2, firs
     if (records.length === count) break;
   }
   return records;
+}
+
+/**
+ * The record on a transcript's first non-blank line, when that line is complete within one small
+ * read; null when it is not a record, or longer than the read, or the file is empty. What judges
+ * a header must look at line 1 itself (readTranscriptHead skips lines that do not parse) and must
+ * never read a hostile file's huge first line whole. A missing file is NOT_FOUND.
+ */
+export async function readFirstLineRecord(transcriptPath: string): Promise<TranscriptRecord | null> {
+  const file = path.resolve(transcriptPath);
+  if (memoryVolumeFor(file) !== undefined) {
+    for await (const record of readTranscript(file)) return record;
+    return null;
+  }
+  let handle;
+  try {
+    handle = await openRegularFile(file, fsConstants.O_RDONLY);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
+    if (err instanceof SwitchboardError) throw err;
+    throw ioError(`could not open transcript ${file}`, err);
+  }
+  try {
+    const buffer = Buffer.alloc(HEAD_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0);
+    const lines = buffer.subarray(0, bytesRead).toString('utf8').split('\n');
+    const complete = bytesRead < HEAD_BYTES ? lines : lines.slice(0, -1);
+    const first = complete.find((line) => line.trim() !== '');
+    return first === undefined ? null : parseRecord(first);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
 }

@@ -117,6 +117,12 @@ test('maintain leaves alone an unnamed transcript that is not plainly an older i
   write('unknown-key.jsonl', { ...header, id: 'unknown-key', sessionKey: 'agent:main:direct:nobody' });
   write('other-agent.jsonl', { ...header, id: 'other-agent', sessionKey: 'agent:work:direct:alice' });
   write('no-header.jsonl', { type: 'message', id: 'm1', parentId: null, timestamp: header.timestamp });
+  // Headers doctor calls invalid: an id the file is not named after, one the schema refuses, a
+  // time that is not a string, and a header on line 2 behind a line that is not a record.
+  write('mismatch.jsonl', { ...header, id: 'other' });
+  write('id%2F..%2Fx.jsonl', { ...header, id: 'id/../x' });
+  write('ts-num.jsonl', { ...header, id: 'ts-num', timestamp: 5 });
+  fs.writeFileSync(path.join(dir, 'line-two.jsonl'), `not a record\n${JSON.stringify({ ...header, id: 'line-two' })}\n`);
   // A first line longer than one small read is no header switchboard wrote, and is not read whole.
   write('huge-header.jsonl', { ...header, id: 'huge-header', pad: 'x'.repeat(64 * 1024) });
   // Older, but held by a live lock: left for a later pass.
@@ -131,5 +137,5 @@ test('maintain leaves alone an unnamed transcript that is not plainly an older i
   const report = await maintain(state, config);
   letGo();
   assert.deepEqual(report.rotations.finished.map((f: any) => path.basename(f.file)), ['older.jsonl']);
-  for (const name of ['newer.jsonl', 'unknown-key.jsonl', 'other-agent.jsonl', 'no-header.jsonl', 'huge-header.jsonl', 'locked.jsonl']) assert.ok(fs.existsSync(path.join(dir, name)), name);
+  for (const name of ['newer.jsonl', 'unknown-key.jsonl', 'other-agent.jsonl', 'no-header.jsonl', 'mismatch.jsonl', 'id%2F..%2Fx.jsonl', 'ts-num.jsonl', 'line-two.jsonl', 'huge-header.jsonl', 'locked.jsonl']) assert.ok(fs.existsSync(path.join(dir, name)), name);
 });

@@ -49,7 +49,6 @@ export async function scanTranscript(file: string, keep?: (line: Buffer) => Prom
     if (errnoOf(err) === 'ENOENT') return null;
     throw err;
   }
-  const headerValidator = schemaValidator('transcript-header');
   const entryValidator = schemaValidator('transcript-entry');
   try {
     const stats = await fh.stat();
@@ -94,7 +93,7 @@ export async function scanTranscript(file: string, keep?: (line: Buffer) => Prom
         if (record.type === 'session') {
           scan.header = record as unknown as TranscriptHeader;
           scan.headerLine = number;
-          scan.headerProblem = headerProblemOf(record, name, headerValidator);
+          scan.headerProblem = transcriptHeaderProblem(record, name);
           continue;
         }
         scan.headerLine = number;
@@ -111,7 +110,9 @@ export async function scanTranscript(file: string, keep?: (line: Buffer) => Prom
   }
 }
 
-function headerProblemOf(record: Record<string, unknown>, fileName: string, validate: ReturnType<typeof schemaValidator>): string | null {
+/** Why a `session` record is not the right header of the file named `fileName`, or null when it is (doctor and maintain judge alike). */
+export function transcriptHeaderProblem(record: Record<string, unknown>, fileName: string): string | null {
+  const validate = schemaValidator('transcript-header');
   if (!validate(record)) return `the header does not match transcript-header.schema.json: ${describeSchemaErrors(validate.errors).slice(0, 3).join('; ')}`;
   const id = String(record.id);
   const matches = fileName === `${id}${TRANSCRIPT_SUFFIX}` || (fileName.startsWith(`${id}${THREAD_INFIX}`) && fileName.endsWith(TRANSCRIPT_SUFFIX));
