@@ -220,3 +220,16 @@ function nestsDeeper(node: object, levels: number): boolean {
   }
   return false;
 }
+
+/**
+ * Whether a parsed JSON value holds a number JSON.parse read as ±Infinity (a literal like 1e400):
+ * JSON.stringify writes it as null, so a value passed on as JSON text would change meaning. The
+ * value must already be known not to nest past MAX_JSON_DEPTH (the walk recurses).
+ */
+export function holdsNonFiniteNumber(value: unknown): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value);
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some(holdsNonFiniteNumber);
+  for (const key in value) if (holdsNonFiniteNumber((value as Record<string, unknown>)[key])) return true;
+  return false;
+}

@@ -9,6 +9,7 @@ import {
   SwitchboardError,
   describeLineError,
   isSwitchboardError,
+  holdsNonFiniteNumber,
   jsonDepthExceeds,
   readNdjson,
   type ErrorCode,
@@ -367,6 +368,9 @@ export async function ingestViaSocket(
           message = JSON.parse(item.text);
           // Too deep to send (stringifying it would overflow the stack): the engine's parser names it.
           if (jsonDepthExceeds(message)) throw new Error('too deep');
+          // A number read as Infinity (1e400) would reach the server as null and the message be taken
+          // with the field gone: the engine's parser judges the line as the direct path does.
+          if (holdsNonFiniteNumber(message)) parseMessageLine(item.text);
         } catch {
           await flush();
           let event: IngestEvent;

@@ -678,6 +678,11 @@ describe('ingest and send through the socket', { timeout: 60_000 }, () => {
       line({ channel: 'telegram', peer: 'direct:111222333', text: 'x'.repeat(1024 * 1024) }),
       line({ channel: 'telegram', peer: 'direct:111222333', text: 'after the huge line', messageId: 'tg-1002' }),
       line({ channel: 'telegram', peer: 'direct:111222333', text: 'duplicate', messageId: 'tg-1001' }),
+      // Numbers JSON reads as Infinity: the socket client used to send them as null (a thread or
+      // peer id dropped, the message taken into another session), where the CLI refuses the line.
+      '{"channel":"telegram","peer":"direct:111222333","text":"thread overflow","threadId":1e400}',
+      '{"channel":"telegram","peer":{"kind":"direct","id":-1e400},"text":"peer id overflow"}',
+      '{"channel":"telegram","peer":"direct:111222333","text":"time overflow","timestamp":1e400}',
     ].join('\n');
     const server = await startServe(viaSocket, ['--config', EXAMPLE_CONFIG, '--now', NOW]);
     const socketRun = await run(SOCKET_CLIENT_ENTRY, ['ingest', '--socket', server.socketPath, '--state-dir', viaSocket], input);
