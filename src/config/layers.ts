@@ -88,6 +88,8 @@ export async function loadLayers(
     if (typeof data.extends !== 'string' || data.extends.trim() === '') {
       throw new SwitchboardError('CONFIG_INVALID', `${current}: extends: must name the OpenClaw config file this one builds on`, { details: { path: 'extends' } });
     }
+    // No file name holds one (the file system would refuse it as an I/O error, exit 74).
+    if (data.extends.includes('\0')) throw new SwitchboardError('CONFIG_INVALID', `${current}: extends: a file name cannot contain a NUL character`, { details: { path: 'extends' } });
     why = `"extends" of ${current}`;
     current = resolveExtends(data.extends, current);
   }

@@ -26,9 +26,9 @@ export function locateJsonPaths(text: string): Map<string, TextPosition> {
   };
   const out = new Map<string, TextPosition>();
   let i = 0;
+  // The last occurrence of a key wins, as in JSON.parse and JSON5: its value is the one checked.
   const record = (segments: string[], at: number) => {
-    const key = formatJsonPath(segments);
-    if (!out.has(key)) out.set(key, positionOf(at));
+    out.set(formatJsonPath(segments), positionOf(at));
   };
   const skipSpace = (): void => {
     while (i < text.length) {
@@ -47,9 +47,10 @@ export function locateJsonPaths(text: string): Map<string, TextPosition> {
     while (i < text.length && text[i] !== quote) {
       if (text[i] === '\\') {
         const next = text[i + 1];
-        if (next === 'u') {
-          value += String.fromCharCode(parseInt(text.slice(i + 2, i + 6), 16));
-          i += 6;
+        if (next === 'u' || next === 'x') {
+          const digits = next === 'u' ? 4 : 2;
+          value += String.fromCharCode(parseInt(text.slice(i + 2, i + 2 + digits), 16));
+          i += 2 + digits;
           continue;
         }
         const simple: Record<string, string> = { n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', v: '\v', '0': '\0' };
@@ -66,7 +67,8 @@ export function locateJsonPaths(text: string): Map<string, TextPosition> {
     if (text[i] === '"' || text[i] === "'") return readString();
     const start = i;
     while (i < text.length && IDENTIFIER.test(text[i])) i++;
-    return text.slice(start, i);
+    // An unquoted key may spell characters as \uXXXX (JSON5 follows ES5 identifiers).
+    return text.slice(start, i).replace(/\\u([0-9a-fA-F]{4})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
   };
   const readValue = (segments: string[], depth: number): void => {
     skipSpace();

@@ -263,6 +263,35 @@ describe('config validate rejects what any command would reject', () => {
     assert.equal(errorOf(r.stderr).message, `${file}:3:53: bindings[0].match.guild: unknown key`);
   });
 
+  test('positions follow what the parser kept: the last of two equal keys, and keys spelled with escapes', async () => {
+    const dir = tempDir();
+    const cases: [string, string, string][] = [
+      // JSON.parse and JSON5 keep the last value of a repeated key: that is the one at fault.
+      ['dup.json5', '{\n  session: {dmScope: "main"},\n  x: 1,\n  session: {dmScope: 5},\n}\n', ':4:13: session.dmScope:'],
+      ['dup-deep.json5', `{\n  a: ${'['.repeat(127)}1${']'.repeat(127)},\n  a: ${'['.repeat(127)}{}${']'.repeat(127)},\n}\n`, `:3:${6 + 127}: values are nested more than 128 levels deep`],
+      // A \x escape in a quoted key, a \u escape in an unquoted one (the value past the cap is the
+      // 128th bracket: the file's own object is level 1).
+      ['hex.json5', `{\n  'k\\x41': ${'['.repeat(200)}${']'.repeat(200)},\n}\n`, `:2:${12 + 127}: values are nested more than 128 levels deep`],
+      ['ident.json5', `{\n  \\u0041bc: ${'['.repeat(200)}${']'.repeat(200)},\n}\n`, `:2:${13 + 127}: values are nested more than 128 levels deep`],
+    ];
+    for (const [name, text, expected] of cases) {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, text);
+      const r = await runCli(['config', 'validate', '--json', '--config', file, '--state-dir', dir]);
+      assert.equal(r.code, 78, `${name}: ${r.stderr}`);
+      assert.ok(errorOf(r.stderr).message.includes(`${file}${expected}`), `${name}: ${errorOf(r.stderr).message}`);
+    }
+  });
+
+  test('an extends naming a file with a NUL character is CONFIG_INVALID (78), not an I/O error', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'c.json5');
+    fs.writeFileSync(file, "{ extends: 'a\\u0000b.json' }");
+    const r = await runCli(['config', 'validate', '--json', '--config', file, '--state-dir', dir]);
+    assert.equal(r.code, 78, r.stderr);
+    assert.equal(errorOf(r.stderr).message, `${file}: extends: a file name cannot contain a NUL character`);
+  });
+
   test('a config every command accepts validates with exit 0', async () => {
     const dir = tempDir();
     const file = writeJson(path.join(dir, 'c.json'), {
