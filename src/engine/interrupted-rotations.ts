@@ -5,8 +5,9 @@
 // instance, whose transcript exists), but the old file is an orphan that the history, retention
 // and the disk budget do not count as an archive. The archive is derived from the entry, so the
 // next maintenance pass makes it, as doctor --repair would, for the plain case only: an orphan
-// whose header names a key whose entry names a newer instance that exists. Anything less clear
-// (no header, an unknown key, a missing current transcript, a newer orphan) is left to doctor.
+// whose header names a key whose entry names an instance that exists and replaced it (its reset
+// notices lead back to the orphan). Anything less clear (no header, an unknown key, a missing
+// current transcript, a newer orphan) is left to doctor.
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -19,7 +20,9 @@ import {
   parseArchiveName,
   readSessionStore,
   readFirstLineRecord,
+  readTranscriptHead,
   transcriptSharing,
+  type SessionEntry,
   type SessionStore,
   type StoreLocation,
   type TranscriptHeader,
@@ -84,32 +87,90 @@ async function headerOf(file: string): Promise<TranscriptHeader | null> {
   }
 }
 
-/**
- * The key whose rotation left `name` behind, when that is plain: the header names a key of this
- * agent whose entry is usable, names another instance, that instance's transcript is there, and
- * it started after this one. Otherwise undefined.
- */
-async function replacedBy(location: StoreLocation, store: SessionStore, sharing: TranscriptSharing, name: string, header: TranscriptHeader): Promise<string | undefined> {
-  const key = header.sessionKey;
-  if (typeof key !== 'string' || !key.startsWith(`agent:${location.agentId}:`) || !Object.hasOwn(store, key)) return undefined;
-  if (!isUsableEntry(store, key, location.sessionsDir, sharing)) return undefined;
+/** The key's entry and its transcript, when the entry is usable and that transcript exists. */
+async function currentInstance(location: StoreLocation, store: SessionStore, sharing: TranscriptSharing, key: string): Promise<{ entry: SessionEntry; file: string } | undefined> {
+  if (!key.startsWith(`agent:${location.agentId}:`) || !Object.hasOwn(store, key) || !isUsableEntry(store, key, location.sessionsDir, sharing)) return undefined;
   const entry = store[key]!;
-  const current = transcriptNameOf(location, entry);
-  if (entry.sessionId === header.id || current === null || current === name) return undefined;
-  const startedAt = Date.parse(header.timestamp);
-  if (typeof entry.sessionStartedAt !== 'number' || Number.isNaN(startedAt) || entry.sessionStartedAt <= startedAt) return undefined;
+  const name = transcriptNameOf(location, entry);
+  if (name === null) return undefined;
+  const file = path.join(location.sessionsDir, name);
   try {
-    await fsp.lstat(path.join(location.sessionsDir, current));
+    await fsp.lstat(file);
   } catch {
     return undefined;
   }
-  return key;
+  return { entry, file };
+}
+
+/** Rotations one instance replaces at most in a row (`/new` twice in a batch is two). */
+const MAX_CHAIN = 16;
+
+/**
+ * The instances the current one replaced, as the transcripts say: a rotated instance's first
+ * record is a reset notice naming the one before it. Followed through the unnamed files (`unnamed`:
+ * id → file name), so `/new` twice in one batch, interrupted, names both older instances.
+ */
+async function replacedChain(location: StoreLocation, currentFile: string, unnamed: Map<string, string>): Promise<Set<string>> {
+  const ids = new Set<string>();
+  let file = currentFile;
+  for (let step = 0; step < MAX_CHAIN; step++) {
+    let previous: unknown;
+    try {
+      const [, first] = await readTranscriptHead(file, 2);
+      previous = first?.type === 'reset_notice' ? first.previousSessionId : undefined;
+    } catch {
+      break;
+    }
+    const name = typeof previous === 'string' && !ids.has(previous) ? unnamed.get(previous) : undefined;
+    if (name === undefined) break;
+    ids.add(previous as string);
+    file = path.join(location.sessionsDir, name);
+  }
+  return ids;
+}
+
+interface Candidate {
+  done: FinishedRotation;
+  name: string;
+  /** The sessionId the key's entry had when this was judged. */
+  currentSessionId: string;
+}
+
+/**
+ * The unnamed transcripts a rotation plainly replaced: their header names a key of this agent
+ * whose usable entry names another instance, whose transcript is there, and which replaced them —
+ * its reset notices lead back to them, or (a rotation that writes no notice, such as a cron run's)
+ * it started after them. Anything less plain is left to doctor.
+ */
+async function replacedInstances(location: StoreLocation, store: SessionStore, unnamed: { name: string; header: TranscriptHeader }[]): Promise<Candidate[]> {
+  const sharing = transcriptSharing(store);
+  const byKey = new Map<string, { name: string; header: TranscriptHeader }[]>();
+  for (const item of unnamed) {
+    const key = item.header.sessionKey;
+    if (typeof key === 'string') byKey.set(key, [...(byKey.get(key) ?? []), item]);
+  }
+  const candidates: Candidate[] = [];
+  for (const [key, group] of byKey) {
+    const current = await currentInstance(location, store, sharing, key);
+    if (current === undefined) continue;
+    const chain = await replacedChain(location, current.file, new Map(group.map(({ name, header }) => [header.id, name])));
+    for (const { name, header } of group) {
+      if (header.id === current.entry.sessionId) continue;
+      const startedAt = Date.parse(header.timestamp);
+      const startedBefore = typeof current.entry.sessionStartedAt === 'number' && !Number.isNaN(startedAt) && current.entry.sessionStartedAt > startedAt;
+      if (!chain.has(header.id) && !startedBefore) continue;
+      const done = { agentId: location.agentId, sessionKey: key, sessionId: header.id, file: path.join(location.sessionsDir, name), archivedTo: null };
+      candidates.push({ done, name, currentSessionId: String(current.entry.sessionId) });
+    }
+  }
+  return candidates;
 }
 
 /**
  * Archives, as `.reset.<ts>`, every transcript of the store a rotation replaced but did not get
  * to archive. Under their locks, taken together without waiting (a held one is left for the next
- * pass), each judged again from sessions.json read once under them.
+ * pass), each judged again from sessions.json read once under them: still unnamed, and its key's
+ * entry still the instance it was judged against.
  */
 export async function finishInterruptedRotations(
   ctx: EngineContext,
@@ -117,15 +178,12 @@ export async function finishInterruptedRotations(
   options: { dryRun: boolean; /** Lock paths this pass released (or, in a dry run, would release): they protect nothing. */ releasedLocks: ReadonlySet<string> },
 ): Promise<FinishedRotation[]> {
   const store = await readSessionStore(location.storePath);
-  const sharing = transcriptSharing(store);
-  const candidates: { done: FinishedRotation; name: string; header: TranscriptHeader }[] = [];
+  const unnamed: { name: string; header: TranscriptHeader }[] = [];
   for (const name of await unnamedTranscripts(location, store, options.releasedLocks)) {
-    const file = path.join(location.sessionsDir, name);
-    const header = await headerOf(file);
-    if (header === null) continue;
-    const key = await replacedBy(location, store, sharing, name, header);
-    if (key !== undefined) candidates.push({ done: { agentId: location.agentId, sessionKey: key, sessionId: header.id, file, archivedTo: null }, name, header });
+    const header = await headerOf(path.join(location.sessionsDir, name));
+    if (header !== null) unnamed.push({ name, header });
   }
+  const candidates = await replacedInstances(location, store, unnamed);
   if (options.dryRun || candidates.length === 0) return candidates.map(({ done }) => done);
   const locks = await holdTranscriptLocks(
     candidates.map(({ name, done }) => ({ id: name, file: done.file, sessionKey: done.sessionKey })),
@@ -134,10 +192,11 @@ export async function finishInterruptedRotations(
   try {
     const current = await readSessionStore(location.storePath);
     const named = namedTranscripts(location, current);
-    const currentSharing = transcriptSharing(current);
-    for (const { done, name, header } of candidates) {
+    const sharing = transcriptSharing(current);
+    for (const { done, name, currentSessionId } of candidates) {
       if (!locks.held.has(name) || named.has(name)) continue;
-      if ((await replacedBy(location, current, currentSharing, name, header)) !== done.sessionKey) continue;
+      const now = await currentInstance(location, current, sharing, done.sessionKey);
+      if (now === undefined || String(now.entry.sessionId) !== currentSessionId) continue;
       done.archivedTo = await archiveFile(done.file, 'reset', ctx.clock.now());
     }
   } finally {

@@ -18,6 +18,7 @@ import { openRegularDescriptor } from './regular-file.js';
 import { fsyncDescriptor, fsyncFolder } from './store-fs.js';
 import type { SessionEntry, SessionStore } from './session-entry.js';
 import { readTranscript } from './transcript-read.js';
+import { readFirstLineRecord } from './transcript-head.js';
 
 export const JOURNAL_SUFFIX = '.journal';
 const JOURNAL_VERSION = 4;
@@ -247,10 +248,34 @@ export async function recoverJournal(storePath: string, store: SessionStore): Pr
       entry.recentMessageIds = withoutRecentIds(entry.recentMessageIds, missing);
       recovery.missingMessageIds += missing.size;
     }
-    store[session.sessionKey] = entry;
+    store[session.sessionKey] = await instanceWithRecords(sessionsDir, session, found, current, entry);
     recovery.recovered.push(session.sessionKey);
   }
   return recovery;
+}
+
+/**
+ * The entry to install: the planned one, unless a rotation in the batch stopped before the planned
+ * instance's file (written last) got any of its records. The entry then names the newest instance
+ * that did get some — the one it was planned from, or one a first rotation of the batch began —
+ * and keeps the memory of what is down: installing the planned entry named a transcript that was
+ * never written, and its old instance was left unnamed.
+ */
+async function instanceWithRecords(sessionsDir: string, session: JournalSession, found: Set<string>, current: SessionEntry | undefined, planned: SessionEntry): Promise<SessionEntry> {
+  const newest = Math.max(...session.records.filter((record) => found.has(record[0])).map((record) => record[1]));
+  if (newest >= session.files.length - 1) return planned;
+  const name = path.basename(String(session.files[newest]));
+  const kept = (): SessionEntry => ({ ...current!, recentMessageIds: planned.recentMessageIds });
+  // The instance the entry named already (its file is the first a batch appends to, when it does).
+  if (current !== undefined && name === path.basename(String(current.sessionFile ?? `${current.sessionId}.jsonl`))) return kept();
+  try {
+    const header = await readFirstLineRecord(resolveInside(sessionsDir, name));
+    if (header?.type === 'session' && typeof header.id === 'string') return { ...planned, sessionId: header.id, sessionFile: name };
+  } catch {
+    // Unreadable: as below.
+  }
+  // No header to name it by: keep what the entry was (its memory knows what is down), or the plan.
+  return current !== undefined ? kept() : planned;
 }
 
 /** Which of `ids` are the ids of records in the transcript (streamed; a missing file has none). */

@@ -139,3 +139,19 @@ test('maintain leaves alone an unnamed transcript that is not plainly an older i
   assert.deepEqual(report.rotations.finished.map((f: any) => path.basename(f.file)), ['older.jsonl']);
   for (const name of ['newer.jsonl', 'unknown-key.jsonl', 'other-agent.jsonl', 'no-header.jsonl', 'mismatch.jsonl', 'id%2F..%2Fx.jsonl', 'ts-num.jsonl', 'line-two.jsonl', 'huge-header.jsonl', 'locked.jsonl']) assert.ok(fs.existsSync(path.join(dir, name)), name);
 });
+
+test('an instance made in the same batch as the /new that replaced it (its header stamped after the new one started), and two /new in a row: maintain follows the reset notices back', async () => {
+  const state = tempDir('sb-rotation-batch-');
+  const config = writeJson(path.join(state, 'c.json'), { session: { dmScope: 'per-peer' } });
+  const dir = path.join(state, 'agents', 'main', 'sessions');
+  const r = await runCli(['ingest', '--state-dir', state, '--config', config], { input: [say('hi', 'b1'), say('/new', 'b2'), say('there', 'b3'), say('/new', 'b4'), say('again', 'b5')].join('\n') + '\n' });
+  assert.equal(r.code, 0, r.stderr);
+  // Both archives put back under their live names: what a kill right before the renames leaves.
+  const archives = fs.readdirSync(dir).filter((name) => name.includes('.jsonl.reset.'));
+  assert.equal(archives.length, 2);
+  for (const archive of archives) fs.renameSync(path.join(dir, archive), path.join(dir, archive.slice(0, archive.indexOf('.reset.'))));
+  const report = await maintain(state, config);
+  assert.deepEqual(report.rotations.finished.map((f: any) => path.basename(f.file)).sort(), archives.map((a) => a.slice(0, a.indexOf('.reset.'))).sort());
+  const doctor = await runCli(['doctor', '--json', '--state-dir', state, '--config', config]);
+  assert.equal(doctor.code, 0, doctor.stdout);
+});

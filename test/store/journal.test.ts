@@ -67,6 +67,42 @@ test('version 4 journals only the lines a plan appended to the memory; recovery 
   assert.equal(entry?.recentMessageIds, `1 ${key('m0')}\n2 ${key('m1')}`, 'the memory found, then the recorded id; the lost one is forgotten');
 });
 
+test('a rotation that stopped before the planned instance got a record: the entry names the newest instance that did', async () => {
+  const key = (id: string) => `telegram default direct:1  ${id}`;
+  for (const rotations of [1, 2]) {
+    const { dir, storePath } = setup();
+    const base = { sessionId: 'old', sessionFile: 'old.jsonl', updatedAt: 1, recentMessageIds: `1 ${key('m0')}` };
+    fs.writeFileSync(storePath, JSON.stringify({ 'agent:main:a': base }));
+    // The batch: m1 to the old instance, a /new, (m2 and another /new,) m3 to the planned instance —
+    // whose file the dead writer never got to; with two rotations the middle instance is down.
+    await appendToTranscript(path.join(dir, 'old.jsonl'), { type: 'message', id: 'r1', message: { role: 'user', messageId: 'm1' } }, { session: { sessionId: 'old' } });
+    const files = rotations === 1 ? ['old.jsonl', 'new.jsonl'] : ['old.jsonl', 'mid.jsonl', 'new.jsonl'];
+    const records: [string, number, string?][] = [['r1', 0, key('m1')], ['n-last', files.length - 1], ['r3', files.length - 1, key('m3')]];
+    if (rotations === 2) {
+      await appendToTranscript(path.join(dir, 'mid.jsonl'), [{ type: 'reset_notice', id: 'n-mid', previousSessionId: 'old' }, { type: 'message', id: 'r2', message: { role: 'user', messageId: 'm2' } }], { session: { sessionId: 'mid' } });
+      records.push(['n-mid', 1], ['r2', 1, key('m2')]);
+    }
+    const memory = `${base.recentMessageIds}\n2 ${key('m1')}${rotations === 2 ? `\n2 ${key('m2')}` : ''}\n2 ${key('m3')}`;
+    const planned = { sessionId: 'new', sessionFile: 'new.jsonl', updatedAt: 2, recentMessageIds: memory };
+    writeJournalFile(storePath, [{ sessionKey: 'agent:main:a', base: entryHash(base), ...journalledEntry(planned, base.recentMessageIds), files, records }], 4);
+    await updateSessionStore(storePath, () => undefined);
+    const entry = (await readSessionStore(storePath))['agent:main:a'];
+    assert.deepEqual([entry?.sessionId, entry?.sessionFile], rotations === 1 ? ['old', 'old.jsonl'] : ['mid', 'mid.jsonl'], 'never a transcript that was not written');
+    assert.equal(entry?.recentMessageIds, `1 ${key('m0')}\n2 ${key('m1')}${rotations === 2 ? `\n2 ${key('m2')}` : ''}`, 'what is down, and only that');
+    assert.equal(fs.existsSync(path.join(dir, 'new.jsonl')), false);
+  }
+  // `/new`, `/new` alone: the old instance gets no record, so the first file is the middle one.
+  const { dir, storePath } = setup();
+  const base = { sessionId: 'old', sessionFile: 'old.jsonl', updatedAt: 1 };
+  fs.writeFileSync(storePath, JSON.stringify({ 'agent:main:a': base }));
+  await appendToTranscript(path.join(dir, 'mid.jsonl'), { type: 'reset_notice', id: 'n-mid', previousSessionId: 'old' }, { session: { sessionId: 'mid' } });
+  const planned = { sessionId: 'new', sessionFile: 'new.jsonl', updatedAt: 2 };
+  writeJournalFile(storePath, [{ sessionKey: 'agent:main:a', base: entryHash(base), entry: planned, files: ['mid.jsonl', 'new.jsonl'], records: [['n-mid', 0], ['n-new', 1]] }], 4);
+  await updateSessionStore(storePath, () => undefined);
+  const entry = (await readSessionStore(storePath))['agent:main:a'];
+  assert.deepEqual([entry?.sessionId, entry?.sessionFile], ['mid', 'mid.jsonl'], 'the first rotation happened, the second did not');
+});
+
 test('a journal never rolls back: not when its batch committed, not when the entry changed since, not without records', async () => {
   const { dir, storePath } = setup();
   const committed = { sessionId: 'planned', updatedAt: 5 };
