@@ -199,6 +199,23 @@ describe('links and FIFOs in place of store files', { concurrency: 2 }, () => {
     assert.deepEqual(snapshot(s.outside), outsideBefore);
   });
 
+  test('a transcript as a symlink to a file over 64 MiB (sparse): doctor --repair copies none of it and leaves the link for a person', async () => {
+    const s = await seeded(['a', 'b']);
+    const aFile = path.join(s.dir, readStore(s)[keyOf('a')].sessionFile);
+    const target = path.join(s.outside, 'huge.jsonl');
+    fs.closeSync(fs.openSync(target, 'w'));
+    fs.truncateSync(target, 3 * 1024 * 1024 * 1024); // a hole: no disk used until someone fills it
+    fs.unlinkSync(aFile);
+    fs.symlinkSync(target, aFile);
+    const repaired = await doctor(s, '--repair', '--now', REPAIR_NOW);
+    assert.equal(repaired.code, 65, 'not repaired');
+    const problem = problemsOf(repaired.report).find((p: any) => p.kind === 'not-regular-file');
+    assert.ok(problem && problem.repaired === false && /more than doctor copies/.test(problem.error?.message ?? ''), JSON.stringify(problem));
+    assert.ok(isLink(aFile), 'the link is left alone');
+    assert.deepEqual(fs.readdirSync(s.dir).filter((name) => name.includes('.bak-')), [], 'nothing was copied');
+    assert.equal(fs.statSync(target).size, 3 * 1024 * 1024 * 1024);
+  });
+
   test('a transcript as a FIFO: an error for that session only, nobody waits; doctor --repair replaces it', async () => {
     const s = await seeded(['a', 'b']);
     const aFile = path.join(s.dir, readStore(s)[keyOf('a')].sessionFile);

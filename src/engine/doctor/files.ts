@@ -79,10 +79,24 @@ export async function keepOriginal(file: string, tag: 'bak' | 'corrupt', now: nu
 }
 
 /**
+ * The most bytes doctor copies from a link's target. A link has no place in the store, and what it
+ * points at may be anything the user can read: a sparse 3 GB file was copied dense into the state
+ * dir. Larger targets are left alone, link and all, for a person to move.
+ */
+export const MAX_KEPT_LINK_BYTES = 64 * 1024 * 1024;
+
+/**
  * A copy of what a symlink points at, when that is a regular file (read only: a FIFO or device
  * target is not opened for long, a dangling link has nothing to keep); null when there is nothing.
+ * A target over MAX_KEPT_LINK_BYTES is STORE_CORRUPT (not repaired).
  */
 export async function keepLinkTarget(link: string, tag: 'bak' | 'corrupt', now: number): Promise<string | null> {
+  const target = await fsp.stat(link).catch(() => null);
+  if (target !== null && target.isFile() && target.size > MAX_KEPT_LINK_BYTES) {
+    throw new SwitchboardError('STORE_CORRUPT', `${link} is a link to ${target.size} bytes, more than doctor copies (${MAX_KEPT_LINK_BYTES}); left it alone`, {
+      hint: 'move the link (and, if it is yours, what it points at) out of the state dir by hand',
+    });
+  }
   try {
     return await keepOriginal(link, tag, now, { throughLink: true });
   } catch (err) {

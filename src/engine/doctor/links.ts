@@ -1,5 +1,6 @@
-// Step: symlinks, FIFOs, sockets and folders where a store file belongs. Never followed or
-// opened; --repair keeps a copy of a link's target bytes, then removes the name (not its target).
+// Step: symlinks, FIFOs, sockets and folders where a store file belongs. A check never follows or
+// opens them; --repair reads a link's target (a regular file of at most 64 MiB) to keep a copy of
+// its bytes, then removes the name (never its target).
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
