@@ -59,7 +59,7 @@ function parseLineage(obj: Record<string, unknown>): InboundMessage['lineage'] {
   }
   const depth = obj.spawnDepth;
   if (depth !== undefined && depth !== null) {
-    if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) fail('spawnDepth', `must be a whole number ≥ 0, got ${JSON.stringify(depth)}`);
+    if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) fail('spawnDepth', `must be a whole number ≥ 0, got ${typeof depth === 'number' ? String(depth) : JSON.stringify(depth)}`);
     lineage.spawnDepth = depth;
   }
   return Object.keys(lineage).length > 0 ? lineage : undefined;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { describeSchemaErrors, schemaValidator } from '../../src/config/index.js';
-import { parseInboundMessage } from '../../src/engine/index.js';
+import { parseInboundMessage, parseMessageLine } from '../../src/engine/index.js';
 import { REPO_ROOT, jsonLines, runCli, tempDir } from '../helpers.js';
 
 const EXAMPLE_CONFIG = path.join(REPO_ROOT, 'examples', 'switchboard.json5');
@@ -303,6 +303,13 @@ describe('inbound message schema', () => {
       assert.equal(parserAccepts, accepted, `parser on ${JSON.stringify(value)}`);
       assert.equal(validate(value), accepted, `schema on ${JSON.stringify(value)}: ${describeSchemaErrors(validate.errors).join('; ')}`);
     }
+  });
+
+  test('a number JSON reads as Infinity is named as such, not as null', () => {
+    assert.throws(
+      () => parseMessageLine('{"channel":"telegram","text":"x","parentSessionKey":"agent:main:main","spawnDepth":1e400}'),
+      (err: any) => err.code === 'BAD_MESSAGE' && /spawnDepth.*got Infinity/.test(err.message),
+    );
   });
 
   test('rejections name the offending field', () => {
