@@ -103,7 +103,7 @@ export async function checkOrphans(doc: StoreCheck): Promise<void> {
         : plan.decision === 'repoint'
           ? `no entry names this transcript${what}; it is newer than the instance the entry names, whose transcript is ${plan.replacedFile && (await statOrNull(plan.replacedFile)) !== null ? 'older' : 'gone'}: --repair makes it the current instance again`
           : plan.decision === 'archive'
-            ? `no entry names this transcript${what}; it is an older instance (the key's current session is ${plan.currentSessionId ?? '?'}): --repair archives it as .reset.<ts>`
+            ? `no entry names this transcript${what}; it is not the key's current instance (that is ${plan.currentSessionId ?? '?'}): --repair archives it as .reset.<ts>`
             : `no entry names this transcript and ${plan.unusable ?? 'its header cannot be used'}: left as it is`;
     plan.problem = doc.problem({ kind: 'orphan-transcript', file: scan.file, ...(usable ? { sessionKey: usable.key } : {}), message, repairable: plan.decision !== 'none' });
   }
