@@ -13,6 +13,30 @@ import type { TranscriptRecord } from './transcript.js';
 const HEAD_BYTES = 16 * 1024;
 
 /**
+ * The complete lines within the first HEAD_BYTES of a transcript on disk (the last piece of a
+ * full read may be cut, and is left out), and whether that read held the whole file. A missing
+ * file is NOT_FOUND; a link, FIFO or folder is refused (openRegularFile).
+ */
+async function headLines(file: string): Promise<{ lines: string[]; wholeFile: boolean }> {
+  let handle;
+  try {
+    handle = await openRegularFile(file, fsConstants.O_RDONLY);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
+    if (err instanceof SwitchboardError) throw err;
+    throw ioError(`could not open transcript ${file}`, err);
+  }
+  try {
+    const buffer = Buffer.alloc(HEAD_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0);
+    const lines = buffer.subarray(0, bytesRead).toString('utf8').split('\n');
+    return bytesRead < HEAD_BYTES ? { lines, wholeFile: true } : { lines: lines.slice(0, -1), wholeFile: false };
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/**
  * The first `count` records of a transcript (the header, then the first entry): one small read,
  * so a listing of many instances does not read whole files; a longer first record is streamed.
  * Lines that do not parse are skipped as readTranscript skips them. A missing file is NOT_FOUND.
@@ -20,30 +44,14 @@ const HEAD_BYTES = 16 * 1024;
 export async function readTranscriptHead(transcriptPath: string, count = 2): Promise<TranscriptRecord[]> {
   const file = path.resolve(transcriptPath);
   if (memoryVolumeFor(file) === undefined) {
-    let handle;
-    try {
-      handle = await openRegularFile(file, fsConstants.O_RDONLY);
-    } catch (err) {
-      if (errnoOf(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
-      if (err instanceof SwitchboardError) throw err;
-      throw ioError(`could not open transcript ${file}`, err);
+    const { lines, wholeFile } = await headLines(file);
+    const records: TranscriptRecord[] = [];
+    for (const line of lines) {
+      const record = parseRecord(line);
+      if (record !== null) records.push(record);
+      if (records.length === count) return records;
     }
-    try {
-      const buffer = Buffer.alloc(HEAD_BYTES);
-      const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0);
-      const text = buffer.subarray(0, bytesRead).toString('utf8');
-      const lines = text.split('\n');
-      const complete = bytesRead < HEAD_BYTES ? lines : lines.slice(0, -1); // the last piece may be cut
-      const records: TranscriptRecord[] = [];
-      for (const line of complete) {
-        const record = parseRecord(line);
-        if (record !== null) records.push(record);
-        if (records.length === count) return records;
-      }
-      if (bytesRead < HEAD_BYTES) return records;
-    } finally {
-      await handle.close().catch(() => undefined);
-    }
+    if (wholeFile) return records;
   }
   const records: TranscriptRecord[] = [];
   for await (const record of readTranscript(file)) {
@@ -65,22 +73,6 @@ export async function readFirstLineRecord(transcriptPath: string): Promise<Trans
     for await (const record of readTranscript(file)) return record;
     return null;
   }
-  let handle;
-  try {
-    handle = await openRegularFile(file, fsConstants.O_RDONLY);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') throw new SwitchboardError('NOT_FOUND', `no transcript at ${file}`, { details: { path: file } });
-    if (err instanceof SwitchboardError) throw err;
-    throw ioError(`could not open transcript ${file}`, err);
-  }
-  try {
-    const buffer = Buffer.alloc(HEAD_BYTES);
-    const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0);
-    const lines = buffer.subarray(0, bytesRead).toString('utf8').split('\n');
-    const complete = bytesRead < HEAD_BYTES ? lines : lines.slice(0, -1);
-    const first = complete.find((line) => line.trim() !== '');
-    return first === undefined ? null : parseRecord(first);
-  } finally {
-    await handle.close().catch(() => undefined);
-  }
+  const first = (await headLines(file)).lines.find((line) => line.trim() !== '');
+  return first === undefined ? null : parseRecord(first);
 }
