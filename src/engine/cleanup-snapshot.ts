@@ -6,6 +6,8 @@ import path from 'node:path';
 import { errnoOf, inPool, ioError } from '../core/index.js';
 import type { EntrySnapshot, MaintenanceSnapshot, ProtectedKey } from '../policy/index.js';
 import {
+  LOCK_SUFFIX,
+  TRANSCRIPT_SUFFIX,
   entryTranscriptName,
   parseArchiveName,
   parseKeptCopyName,
@@ -21,8 +23,6 @@ import { queueBusyKeys } from './queue.js';
 
 /** Files stat-ed at once while building a snapshot: enough to hide latency, few file handles. */
 const STAT_CONCURRENCY = 64;
-const TRANSCRIPT_SUFFIX = '.jsonl';
-const LOCK_SUFFIX = '.lock';
 
 /**
  * Keys that have a run in progress or queued work; by default the durable queue's
@@ -62,6 +62,16 @@ export function transcriptNameOf(location: StoreLocation, entry: SessionEntry): 
   }
 }
 
+/** The transcript names the store's entries name (entries of the wrong shape name none). */
+export function namedTranscripts(location: StoreLocation, store: SessionStore): Set<string> {
+  const names = new Set<string>();
+  for (const entry of Object.values(store)) {
+    const name = transcriptNameOf(location, entry);
+    if (name !== null) names.add(name);
+  }
+  return names;
+}
+
 /**
  * Keys whose entry shares its transcript with another key (not a cron run alias): `unusable`,
  * never removed — the file they name is another session's too.
@@ -97,10 +107,9 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
 
   const identities = new Map<string, EntryIdentity>();
   const entries: EntrySnapshot[] = [];
-  const referenced = new Set<string>();
+  const referenced = namedTranscripts(location, store);
   for (const [key, entry] of Object.entries(store)) {
     const name = transcriptNameOf(location, entry);
-    if (name !== null) referenced.add(name);
     identities.set(key, { sessionId: entry.sessionId, updatedAt: entry.updatedAt });
     entries.push({
       key,

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { errnoOf, ioError } from '../core/index.js';
 import {
   LOCK_SUFFIX,
+  TRANSCRIPT_SUFFIX,
   archiveFile,
   isUsableEntry,
   lockPathFor,
@@ -30,7 +31,7 @@ import {
 } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { holdTranscriptLocks } from './cleanup-files.js';
-import { transcriptNameOf } from './cleanup-snapshot.js';
+import { namedTranscripts, transcriptNameOf } from './cleanup-snapshot.js';
 import { transcriptHeaderProblem } from './doctor/transcript-scan.js';
 
 export interface FinishedRotation {
@@ -41,17 +42,6 @@ export interface FinishedRotation {
   file: string;
   /** Where it went; null in a dry run. */
   archivedTo: string | null;
-}
-
-const TRANSCRIPT_SUFFIX = '.jsonl';
-
-function namedTranscripts(location: StoreLocation, store: SessionStore): Set<string> {
-  const names = new Set<string>();
-  for (const entry of Object.values(store)) {
-    const name = transcriptNameOf(location, entry);
-    if (name !== null) names.add(name);
-  }
-  return names;
 }
 
 /** The transcripts of the folder (not archives, not locked unless `released` has the lock) that no entry names. */
@@ -147,7 +137,10 @@ async function replacedInstances(location: StoreLocation, store: SessionStore, u
   const byKey = new Map<string, { name: string; header: TranscriptHeader }[]>();
   for (const item of unnamed) {
     const key = item.header.sessionKey;
-    if (typeof key === 'string') byKey.set(key, [...(byKey.get(key) ?? []), item]);
+    if (typeof key !== 'string') continue;
+    const group = byKey.get(key);
+    if (group === undefined) byKey.set(key, [item]);
+    else group.push(item);
   }
   const candidates: Candidate[] = [];
   for (const [key, group] of byKey) {

@@ -16,7 +16,7 @@ import { isInMemory } from './memory-volume.js';
 import { resolveInside } from './paths.js';
 import { openRegularDescriptor } from './regular-file.js';
 import { fsyncDescriptor, fsyncFolder } from './store-fs.js';
-import type { SessionEntry, SessionStore } from './session-entry.js';
+import { entryTranscriptName, type SessionEntry, type SessionStore } from './session-entry.js';
 import { readTranscript } from './transcript-read.js';
 import { readFirstLineRecord } from './transcript-head.js';
 
@@ -267,7 +267,7 @@ async function instanceWithRecords(sessionsDir: string, session: JournalSession,
   const name = path.basename(String(session.files[newest]));
   const kept = (): SessionEntry => ({ ...current!, recentMessageIds: planned.recentMessageIds });
   // The instance the entry named already (its file is the first a batch appends to, when it does).
-  if (current !== undefined && name === path.basename(String(current.sessionFile ?? `${current.sessionId}.jsonl`))) return kept();
+  if (current !== undefined && name === entryTranscriptName(current)) return kept();
   try {
     const header = await readFirstLineRecord(resolveInside(sessionsDir, name));
     if (header?.type === 'session' && typeof header.id === 'string') return { ...planned, sessionId: header.id, sessionFile: name };
