@@ -173,6 +173,10 @@ function maintainText(r: MaintainReport): string {
   const lines = [`switchboard maintain${r.dryRun ? ' (dry run)' : ''} at ${r.now}`];
   const reasons = r.locks.released.map((l) => l.reason);
   lines.push(`  locks: ${r.locks.released.length} ${verb}released${reasons.length > 0 ? ` (${[...new Set(reasons)].join(', ')})` : ''}, ${r.locks.kept} live kept`);
+  if (r.leftovers.removed.length > 0) {
+    const kinds = [...new Set(r.leftovers.removed.map((l) => (l.kind === 'temp-file' ? 'temp files' : 'lock tombstones')))];
+    lines.push(`  leftovers of interrupted writes: ${r.leftovers.removed.length} ${verb}removed (${kinds.join(', ')})`);
+  }
   for (const done of r.rotations.finished) lines.push(`  interrupted rotation of ${done.sessionKey}: old instance ${done.sessionId} ${verb}archived${done.archivedTo ? ` as ${path.basename(done.archivedTo)}` : ''}`);
   lines.push(
     r.cronRetention.retentionMs === null

@@ -10,7 +10,7 @@ const run = () => import('./cleanup-and-maintain-run.js');
 export function registerMaintainCommand(program: Command, hooks: ProgramHooks): void {
   program
     .command('maintain')
-    .description('for cron: stale locks, interrupted rotations, cron session retention, session cleanup, due daily/idle resets; one summary')
+    .description('for cron: stale locks and leftovers of interrupted writes, interrupted rotations, cron session retention, session cleanup, due daily/idle resets; one summary')
     .option('--dry-run', 'report what would be done; change nothing')
     .addHelpText(
       'after',

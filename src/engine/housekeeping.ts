@@ -4,7 +4,7 @@
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, inPool, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, inPool, systemClock, toSwitchboardError, type ErrorCode } from '../core/index.js';
 import {
   dueResetOf,
   planCronRetention,
@@ -37,10 +37,12 @@ import { removeEntries, type CleanupProgress } from './session-cleanup.js';
 import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
 import type { ExpiredEvent } from './queue-state.js';
 import { finishInterruptedRotations, type FinishedRotation } from './interrupted-rotations.js';
+import { findLeftovers, removeLeftover, type Leftover } from './leftovers.js';
+import { listFolder } from './doctor/files.js';
 
 const RESET_CONCURRENCY = 8;
 
-export type MaintainStage = 'locks' | 'rotations' | 'cron-retention' | 'cleanup' | 'resets';
+export type MaintainStage = 'locks' | 'leftovers' | 'rotations' | 'cron-retention' | 'cleanup' | 'resets';
 
 export interface MaintainOptions {
   dryRun?: boolean;
@@ -100,6 +102,8 @@ export interface MaintainReport {
   dryRun: boolean;
   now: string;
   locks: { released: ReleasedLock[]; kept: number };
+  /** Temp files and lock tombstones killed processes left (engine/leftovers.ts): removed (in a dry run: found). */
+  leftovers: { removed: { kind: Leftover['kind']; file: string }[] };
   /** Rotations a killed process left half done: the old instance's transcript, archived now. */
   rotations: { finished: FinishedRotation[] };
   cronRetention: { retentionMs: number | null; removed: CronRemoval[]; skipped: { agentId: string; sessionKey: string; reason: string }[] };
@@ -140,6 +144,29 @@ function allStores(ctx: EngineContext): StoreLocation[] {
     .filter((location) => (seen.has(location.storePath) ? false : (seen.add(location.storePath), true)));
 }
 
+/**
+ * The leftovers of interrupted writes in one store's folder, removed (doctor's rule: older than a
+ * minute, their process dead, their lock free). One that became busy again meanwhile is left.
+ */
+async function removeLeftovers(location: StoreLocation, liveLocks: ReadonlySet<string>, dryRun: boolean): Promise<{ kind: Leftover['kind']; file: string }[]> {
+  const listing = await listFolder(location.sessionsDir);
+  if (listing === null) return [];
+  const removed: { kind: Leftover['kind']; file: string }[] = [];
+  for (const leftover of await findLeftovers(location.storePath, listing, liveLocks, systemClock.now())) {
+    if (!leftover.removable) continue; // doctor reports it for a person
+    if (!dryRun) {
+      try {
+        await removeLeftover(leftover);
+      } catch (err) {
+        if (err instanceof SwitchboardError && err.code === 'STORE_BUSY') continue;
+        throw err;
+      }
+    }
+    removed.push({ kind: leftover.kind, file: leftover.file });
+  }
+  return removed;
+}
+
 function releasableReason(info: LockInfo): ReleasedLock['reason'] | null {
   if (info.heldByThisProcess) return null;
   if (info.holderAlive === false) return 'holder-dead';
@@ -170,9 +197,9 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
   // 1. stale locks
   const locks: MaintainReport['locks'] = { released: [], kept: 0 };
   const releasedPaths = new Set<string>();
+  const found = new Map<string, LockInfo>();
   try {
     const roots = [ctx.stateDir, ...stores.map((s) => s.sessionsDir).filter((dir) => !isInside(ctx.stateDir, dir))];
-    const found = new Map<string, LockInfo>();
     for (const root of roots) for (const info of await listLocks(root, { staleMs })) found.set(info.lockPath, info);
     for (const info of found.values()) {
       const reason = releasableReason(info);
@@ -201,6 +228,16 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
     }
   } catch (err) {
     errors.push(errorOf('locks', null, err));
+  }
+
+  const leftovers: MaintainReport['leftovers'] = { removed: [] };
+  const liveLocks = new Set([...found.keys()].filter((lockPath) => !releasedPaths.has(lockPath)));
+  for (const location of stores) {
+    try {
+      leftovers.removed.push(...(await removeLeftovers(location, liveLocks, dryRun)));
+    } catch (err) {
+      errors.push(errorOf('leftovers', location.agentId, err));
+    }
   }
 
   const rotations: MaintainReport['rotations'] = { finished: [] };
@@ -332,6 +369,7 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
     dryRun,
     now: new Date(now).toISOString(),
     locks,
+    leftovers,
     rotations,
     cronRetention,
     cleanup: { allAgents: true, mode, dryRun, stores: cleanupStores },

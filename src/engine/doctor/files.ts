@@ -8,10 +8,6 @@ import path from 'node:path';
 import { SwitchboardError, errnoOf, toSwitchboardError } from '../../core/index.js';
 import { FILE_MODE, copyRegularFile, fileKindOf, fsyncFolder, keptCopyName, lstatKind, readRegularFile, resolveInside, type FileKind } from '../../store/index.js';
 
-/** A temp file or tombstone younger than this may belong to a write in progress. */
-export const LEFTOVER_AGE_MS = 60_000;
-/** `<lock>-gone-<pid>-<hex>`: what a process killed while releasing a lock leaves behind. */
-export const TOMBSTONE_NAME = /\.lock-gone-(\d+)-[0-9a-f]+$/;
 /** Same-millisecond backups of one file (a pinned `--now`) move on by 1 ms, like archives. */
 const MAX_NAME_ATTEMPTS = 1000;
 
@@ -135,16 +131,6 @@ export async function replaceWholeFile(target: string, text: string): Promise<vo
     }
     await fsyncFolder(dir);
     return;
-  }
-}
-
-export function isProcessAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoOf(err) === 'EPERM';
   }
 }
 

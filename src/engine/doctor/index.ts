@@ -44,13 +44,13 @@ import { asSwitchboardError, describeError, listFolder, statOrNull } from './fil
 import { checkJournal } from './journal.js';
 import { checkRemovedMemory } from './removed-memory.js';
 import { checkNonRegular } from './links.js';
-import { checkLocks, checkTombstones } from './locks.js';
+import { checkLocks } from './locks.js';
 import { checkOrphans } from './orphans.js';
 import { checkStoreFile, checkStoreSchema } from './registry.js';
 import { checkSharedDm } from './shared-dm.js';
 import type { DoctorOptions, DoctorProblemKind, DoctorReport, DoctorStoreReport } from './report.js';
 import { StoreCheck } from './store-check.js';
-import { checkTempFiles } from './temp-files.js';
+import { checkLeftovers } from './leftovers.js';
 import { checkTranscripts, scanTranscripts } from './transcripts.js';
 
 export type { DoctorChange, DoctorChangeAction, DoctorOptions, DoctorProgress, DoctorProblem, DoctorProblemKind, DoctorReport, DoctorStoreReport } from './report.js';
@@ -67,8 +67,7 @@ interface DoctorStep {
 const STEPS: readonly DoctorStep[] = [
   { what: 'check for links and other non-regular files', run: checkNonRegular },
   { what: 'check the locks', run: checkLocks },
-  { what: 'check for lock tombstones', run: checkTombstones },
-  { what: 'check for temp files', run: checkTempFiles },
+  { what: 'check for leftovers of interrupted writes', run: checkLeftovers },
   { what: 'read the transcripts', run: scanTranscripts },
   { what: 'check sessions.json', run: checkStoreFile },
   { what: 'check the journal', needsStore: true, run: checkJournal },

@@ -6,7 +6,8 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { TRANSCRIPT_SUFFIX, describeFileKind, fsyncFolder, lstatKind, withLock, type FileKind } from '../../store/index.js';
-import { TOMBSTONE_NAME, keepLinkTarget } from './files.js';
+import { TOMBSTONE_NAME } from '../leftovers.js';
+import { keepLinkTarget } from './files.js';
 import type { DoctorChange, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
 

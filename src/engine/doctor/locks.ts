@@ -1,11 +1,11 @@
-// Step: locks and tombstones. Stale locks (stale, dead holder, past max hold) are released through
-// releaseLock(), which refuses a live in-time holder; tombstones left by a killed releaser go.
+// Step: locks. Stale locks (stale, dead holder, past max hold) are released through releaseLock(),
+// which refuses a live in-time holder (tombstones left by a killed releaser: leftovers.ts).
 
 import path from 'node:path';
-import { SwitchboardError, systemClock } from '../../core/index.js';
+import { SwitchboardError } from '../../core/index.js';
 import { describeSchemaErrors, schemaValidator } from '../../config/index.js';
-import { foreignLockContent, listLocks, releaseLock, removeLockFolder, type LockInfo } from '../../store/index.js';
-import { LEFTOVER_AGE_MS, TOMBSTONE_NAME, isProcessAlive, readOrNull, statOrNull } from './files.js';
+import { listLocks, releaseLock, type LockInfo } from '../../store/index.js';
+import { readOrNull } from './files.js';
 import type { StoreCheck } from './store-check.js';
 
 export async function checkLocks(doc: StoreCheck): Promise<void> {
@@ -40,34 +40,6 @@ export async function checkLocks(doc: StoreCheck): Promise<void> {
       return { action: 'released', changes: [{ action: 'released', file: info.lockPath }] };
     });
     if (!released) doc.liveLocks.add(info.lockPath);
-  }
-}
-
-export async function checkTombstones(doc: StoreCheck): Promise<void> {
-  for (const name of doc.listing.dirs) {
-    const match = TOMBSTONE_NAME.exec(name);
-    if (match === null) continue;
-    const pid = Number(match[1]);
-    if (pid === process.pid) continue;
-    const full = doc.inside(name);
-    const stats = await statOrNull(full);
-    if (stats === null) continue;
-    // ctime, not mtime: the rename that made the tombstone sets ctime; mtime is the lock's last refresh.
-    const old = systemClock.now() - stats.ctimeMs > LEFTOVER_AGE_MS;
-    if (!old && isProcessAlive(pid)) continue; // a release in progress
-    // It holds more than an owner record: whatever it was, it is no lock of ours to delete.
-    const foreign = foreignLockContent(full);
-    const problem = doc.problem({
-      kind: 'lock-tombstone',
-      file: full,
-      message: `leftover of a lock release by process ${pid}, which died before it finished${foreign !== null ? `; it holds "${foreign}", so it is left for you to look at` : ''}`,
-      repairable: foreign === null,
-    });
-    if (!doc.repair || foreign !== null) continue;
-    await doc.attempt([problem], async () => {
-      if (!removeLockFolder(full)) throw new SwitchboardError('IO', `could not remove ${full}`, { hint: 'remove it by hand' });
-      return { action: 'removed', changes: [{ action: 'removed', file: full }] };
-    });
   }
 }
 
