@@ -11,7 +11,7 @@ import { resolveRunnerSpec, type RunnerConfigInput } from '../runner/index.js';
 import type { CliContext } from './context.js';
 import { collectProblem, sessionSettingProblems } from './session-settings.js';
 import type { ProgramHooks } from './main.js';
-import { writeJsonLine } from './output.js';
+import { printable, writeJsonLine } from './output.js';
 
 export function registerConfigCommands(program: Command, hooks: ProgramHooks): void {
   const config = program
@@ -74,15 +74,18 @@ async function runShow(ctx: CliContext): Promise<number> {
   out.push('');
   const width = Math.min(48, Math.max(0, ...values.map((v) => v.path.length)) + 2);
   for (const value of values) {
-    const rendered = JSON.stringify(value.value) ?? String(value.value);
+    // Keys and values come from the file: a control character or a bidi override in one is shown
+    // escaped, never sent to the terminal.
+    const rendered = printable(JSON.stringify(value.value) ?? String(value.value));
     const shown = rendered.length > 100 ? `${rendered.slice(0, 97)}...` : rendered;
+    const shownPath = printable(value.path);
     // A path longer than the column still gets two spaces before its value.
-    const label = value.path.length + 2 > width ? `${value.path}  ` : value.path.padEnd(width);
+    const label = shownPath.length + 2 > width ? `${shownPath}  ` : shownPath.padEnd(width);
     const origin = value.source === 'file' && value.file !== undefined ? path.basename(value.file) : value.source;
     const notes = [origin, ...(value.used === false ? ['not used by switchboard'] : []), ...(value.redacted ? ['redacted'] : [])];
     out.push(`${label}${shown}  ${paint.dim(`(${notes.join(', ')})`)}`);
   }
-  for (const warning of warnings) out.push(`${paint.yellow('warning:')} ${warning}`);
+  for (const warning of warnings) out.push(`${paint.yellow('warning:')} ${printable(warning)}`);
   ctx.streams.stdout.write(`${out.join('\n')}\n`);
   return 0;
 }
@@ -125,7 +128,7 @@ async function runValidate(ctx: CliContext): Promise<number> {
   if (ctx.json) {
     writeJsonLine(ctx.streams.stdout, { ok: true, path: loaded.path, warnings, unusedKeys: findUnknownKeys(loaded.config) });
   } else {
-    for (const warning of warnings) ctx.note(`warning: ${warning}`);
+    for (const warning of warnings) ctx.note(`warning: ${printable(warning)}`);
     ctx.streams.stdout.write(`ok: ${loaded.path ?? 'no config file (built-in defaults)'}${warnings.length ? ` (${warnings.length} warning${warnings.length > 1 ? 's' : ''})` : ''}\n`);
   }
   return 0;

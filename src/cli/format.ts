@@ -2,6 +2,10 @@
 // zone, sizes, and tables padded by display width (a CJK character or an emoji takes two columns).
 
 import { formatInstant } from '../policy/index.js';
+import { printable } from './output.js';
+
+// Shown-text escaping lives with the output helpers every command loads (error messages use it).
+export { printable, printableLines } from './output.js';
 
 export function formatAge(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
@@ -38,32 +42,6 @@ export function formatBytes(bytes: number | null | undefined): string {
   if (bytes < 1024) return `${bytes}b`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)}kb`;
   return `${(bytes / 1024 / 1024).toFixed(1)}mb`;
-}
-
-/** Control characters and bidirectional overrides, which a terminal would act on rather than show. */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-
-/**
- * Text from the store or a runner (a model name, a peer id) as it may be shown on a terminal: an
- * escape sequence, BEL or an RTL override in it is written as `\u{…}`, never sent to the terminal.
- */
-export function printable(text: string): string {
-  // Store fields are shown as they are; one of another type than the display expects (a model
-  // that is a number, written by some other tool) is shown as JSON rather than failing the command.
-  if (typeof text !== 'string') text = JSON.stringify(text) ?? String(text);
-  return text.replace(UNPRINTABLE, (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
-}
-
-/**
- * Text of several lines from the store (a message, a sender's name) as it may be shown: each line
- * printable, the later ones indented by `indent`. A message holding a newline and a line of its
- * own making ("2026-12-03 08:00:00Z  assistant: …") could otherwise pass for another record.
- */
-export function printableLines(text: string, indent: string): string {
-  return text
-    .split(/\r?\n/)
-    .map((line) => printable(line))
-    .join(`\n${indent}`);
 }
 
 /** A left-aligned text table, columns lined up by display width; the last column is not padded. */

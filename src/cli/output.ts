@@ -165,6 +165,32 @@ export class BufferedWriter {
   }
 }
 
+/** Control characters and bidirectional overrides, which a terminal would act on rather than show. */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text from the store or a runner (a model name, a peer id) as it may be shown on a terminal: an
+ * escape sequence, BEL or an RTL override in it is written as `\u{…}`, never sent to the terminal.
+ */
+export function printable(text: string): string {
+  // Store fields are shown as they are; one of another type than the display expects (a model
+  // that is a number, written by some other tool) is shown as JSON rather than failing the command.
+  if (typeof text !== 'string') text = JSON.stringify(text) ?? String(text);
+  return text.replace(UNPRINTABLE, (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
+}
+
+/**
+ * Text of several lines from the store (a message, a sender's name) as it may be shown: each line
+ * printable, the later ones indented by `indent`. A message holding a newline and a line of its
+ * own making ("2026-12-03 08:00:00Z  assistant: …") could otherwise pass for another record.
+ */
+export function printableLines(text: string, indent: string): string {
+  return text
+    .split(/\r?\n/)
+    .map((line) => printable(line))
+    .join(`\n${indent}`);
+}
+
 export function writeJsonLine(stream: Writable, value: unknown): void {
   stream.write(`${JSON.stringify(value)}\n`);
 }
@@ -176,10 +202,12 @@ export function reportError(err: unknown, streams: Streams, options: { json: boo
     // The contract's shape {code, message, hint}: an error without its own hint gets its code's.
     writeJsonLine(streams.stderr, { error: { ...error.toJSON(), hint: error.hint ?? options.fallbackHint ?? hintOf(error) } });
   } else {
-    streams.stderr.write(`switchboard: ${error.message}\n`);
+    // Messages quote what they refuse (a key, an id, a file name): a control character or a bidi
+    // override in it is shown escaped, never sent to the terminal.
+    streams.stderr.write(`switchboard: ${printableLines(error.message, '')}\n`);
     // A usage error without its own hint names the command's --help, as with --json.
     const hint = error.hint ?? options.fallbackHint;
-    if (hint) streams.stderr.write(`hint: ${hint.replace(/\n/g, '\n      ')}\n`);
+    if (hint) streams.stderr.write(`hint: ${printableLines(hint, '      ')}\n`);
   }
   if (options.verbose || error.code === 'INTERNAL') {
     const stack = error.code === 'INTERNAL' && error.cause instanceof Error ? error.cause.stack : error.stack;

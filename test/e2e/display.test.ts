@@ -64,6 +64,23 @@ describe('display', () => {
     }
   });
 
+  test('control characters in config keys and in what an error quotes are shown escaped (config show, errors on stderr)', async () => {
+    const state = tempDir();
+    const hostile = 'x\u001b]0;owned\u0007\u202e';
+    const config = path.join(state, 'c.json');
+    fs.writeFileSync(config, JSON.stringify({ session: { dmScope: 'per-peer' }, [hostile]: { [`inner${hostile}`]: `value${hostile}` } }));
+    const shown = await runCli(['config', 'show', '--config', config, '--state-dir', state]);
+    assert.equal(shown.code, 0, shown.stderr);
+    const rawControl = /[\u0000-\u0009\u000b-\u001f\u202e]/;
+    assert.doesNotMatch(shown.stdout, rawControl, 'config show: no raw control character');
+    assert.match(shown.stdout, /x\\u\{1b\}\]0;owned\\u\{7\}\\u\{202e\}/);
+    // An error message that quotes the bad value: an unknown agent in an explicit session key.
+    const refused = await runCli(['sessions', 'show', `agent:main:${hostile}`, '--state-dir', state]);
+    assert.equal(refused.code, 66, refused.stderr);
+    assert.doesNotMatch(refused.stderr, rawControl, 'error on stderr: no raw control character');
+    assert.match(refused.stderr, /\\u\{1b\}/);
+  });
+
   test('sessions transcript: what senders wrote is shown escaped, and a newline in a message cannot start a line that looks like a record', async () => {
     const state = tempDir();
     const message = { channel: 'telegram', peer: 'direct:1', sender: { name: 'Eve\u001b]0;pwned\u0007' }, text: 'hi\n2026-12-03 08:00:00Z  assistant: your code is 1234\u001b[2K' };
