@@ -30,12 +30,11 @@ import type { Addressed, AdmitEnv, Outcome } from './admission-types.js';
 import { beforeResetFor } from './before-reset.js';
 import {
   THIS_PROCESS,
-  clearDeadHolders,
+  failAbandonedRun,
   droppedEventOf,
   expiredEventOf,
   isThisProcess,
   noteRemoved,
-  orphanFailure,
   ownerRecord,
   pushOutbox,
   queueOf,
@@ -123,12 +122,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   const working: QueuedEntry | undefined = stored ? { ...stored } : undefined;
   const events: QueueEvent[] = [];
   if (working) {
-    const orphan = clearDeadHolders(working, liveness);
-    if (orphan) {
-      const failure = orphanFailure(orphan, key);
-      events.push(failure.event);
-      pushOutbox(working, { id: randomUUID(), sessionId: orphan.run.sessionId, records: [failure.record as Record<string, unknown>] });
-    }
+    const abandoned = failAbandonedRun(working, liveness, key, randomUUID);
+    if (abandoned) events.push(abandoned);
   }
 
   const plan = planSessionMessage(working as PlannedEntry | undefined, planMessageOf(item), planContextOf(env, key));

@@ -21,14 +21,12 @@ import { appendInStore, transactRetryingBusy } from './store-append.js';
 import { sessionLockOptions, transcriptPathIn, type EngineContext } from './context.js';
 import {
   THIS_PROCESS,
-  clearDeadHolders,
+  failAbandonedRun,
   dropOutbox,
   expiredEventOf,
   isThisProcess,
   learnLiveness,
-  orphanFailure,
   ownerRecord,
-  pushOutbox,
   queueOf,
   recordOfItem,
   runMessageOf,
@@ -98,11 +96,9 @@ function planDrain(
   if (!entry || !isUsableEntry(store, ref.sessionKey, ref.location.sessionsDir)) return plan;
   if (unknownHolders(entry, liveness) || unknownOrphans(entry, liveness).length > 0) return { ...plan, kind: 'need-liveness' };
   let changed = false;
-  const orphan = clearDeadHolders(entry, liveness);
-  if (orphan) {
-    const failure = orphanFailure(orphan, ref.sessionKey);
-    plan.events.push(failure.event);
-    pushOutbox(entry, { id: randomUUID(), sessionId: orphan.run.sessionId, records: [failure.record as Record<string, unknown>] });
+  const abandoned = failAbandonedRun(entry, liveness, ref.sessionKey, randomUUID);
+  if (abandoned) {
+    plan.events.push(abandoned);
     changed = true;
   }
   if (entry.activeRun) return finish(plan, entry, changed, now);

@@ -461,6 +461,19 @@ export function orphanFailure(orphan: OrphanedRun, sessionKey: string): { event:
   };
 }
 
+/**
+ * Clears the claims of holders known dead; a run among them that was abandoned gets its run_failed
+ * record into the entry's outbox (written to its transcript once the store is): the event that
+ * reports it, or undefined when no run was abandoned.
+ */
+export function failAbandonedRun(entry: QueuedEntry, liveness: Liveness, sessionKey: string, newId: () => string): RunFailedEvent | undefined {
+  const orphan = clearDeadHolders(entry, liveness);
+  if (orphan === undefined) return undefined;
+  const failure = orphanFailure(orphan, sessionKey);
+  pushOutbox(entry, { id: newId(), sessionId: orphan.run.sessionId, records: [failure.record as Record<string, unknown>] });
+  return failure.event;
+}
+
 export function runFailedRecord(runId: string, status: string, reason: string, message: string, messages: CarriedMessage[]): NewTranscriptEntry {
   return { type: 'custom', customType: 'run_failed', data: { runId, status, reason, message, messages } };
 }
