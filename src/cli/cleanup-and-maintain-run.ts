@@ -105,15 +105,15 @@ function flagsOf(session: PlannedSession): string {
 }
 
 /**
- * Every session with its action (dry run / warn: each change labelled "would …"), or only what
- * was done (applied).
+ * Every session with its action (dry run / warn), or only what was done (applied). The Action
+ * cell is the action's name alone (cli.md's keep|prune-missing|…), one word for scripts that
+ * split columns; the summary under it says whether it was done or would be.
  */
 async function planTable(plan: CleanupPlan, onlyKeys: Set<string> | null): Promise<string> {
-  const would = onlyKeys === null;
   const rows = plan.sessions
     .filter((s) => onlyKeys === null || onlyKeys.has(s.key))
     .sort((a, b) => (b.updatedAt ?? -Infinity) - (a.updatedAt ?? -Infinity) || (a.key < b.key ? -1 : 1))
-    .map((s) => [would && s.action !== 'keep' ? `would ${s.action}` : s.action, s.key, formatAge(s.ageMs), s.model ?? '-', flagsOf(s)]);
+    .map((s) => [s.action, s.key, formatAge(s.ageMs), s.model ?? '-', flagsOf(s)]);
   if (rows.length === 0) return 'no sessions\n';
   return await table(['Action', 'Key', 'Age', 'Model', 'Flags'], rows);
 }

@@ -4,11 +4,12 @@
 
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { DEFAULT_MAX_BATCH_BYTES, SwitchboardError, batchLength, lineChars, maxBatchBytesFrom, readNdjson, type NdjsonLine } from '../core/index.js';
+import { DEFAULT_MAX_BATCH_BYTES, SwitchboardError, batchLength, isSwitchboardError, lineChars, maxBatchBytesFrom, readNdjson, type NdjsonLine } from '../core/index.js';
 import {
   configureQueue,
   exitCodeFor,
   ingestBatch,
+  parseInboundMessage,
   resumeOrphanedQueues,
   waitForQueueWork,
   type EngineContext,
@@ -264,6 +265,21 @@ interface SendFlags extends RouteFlagValues {
   incognito?: boolean;
 }
 
+/**
+ * The message send built from its flags, judged by the parser every line goes through: what it
+ * refuses (an unknown --kind, an empty TEXT, --kind cron without --cron-job) was typed by a
+ * person, so it is a bad command line (USAGE, 2) as a bad route flag is, not a bad line of input
+ * data (65, an error event).
+ */
+function checkSendFlags(message: Record<string, unknown>): void {
+  try {
+    parseInboundMessage(message);
+  } catch (err) {
+    if (!isSwitchboardError(err, 'BAD_MESSAGE')) throw err;
+    throw new SwitchboardError('USAGE', `send: ${err.message}`, { hint: 'see `switchboard send --help`' });
+  }
+}
+
 async function runSend(ctx: CliContext, text: string): Promise<number> {
   const flags = ctx.options as unknown as SendFlags;
   const message: Record<string, unknown> = { ...routeInputFromFlags(flags), text, kind: flags.kind };
@@ -273,6 +289,7 @@ async function runSend(ctx: CliContext, text: string): Promise<number> {
   if (flags.cronJob !== undefined) message.cron = { jobId: flags.cronJob };
   if (flags.sessionKey !== undefined) message.sessionKey = flags.sessionKey;
   if (flags.incognito) message.incognito = true;
+  checkSendFlags(message);
   if (flags.socket !== undefined) return runSendViaSocket(ctx, message, flags.socket);
   const engine = await ctx.engine();
   const wait = startQueue(ctx, engine);

@@ -100,6 +100,19 @@ describe('cli contract', () => {
     assert.equal(fs.existsSync(path.join(state, 'agents')), false);
   });
 
+  test('send: a message its flags cannot make (unknown --kind, empty TEXT, --kind cron without --cron-job) is a usage error (2), nothing is written', async () => {
+    const state = tempDir();
+    for (const args of [['hello', '--kind', 'bogus'], [''], ['hello', '--kind', 'cron']]) {
+      const r = await runCli(['send', ...args, '--channel', 'telegram', '--peer', 'direct:1', '--json', '--state-dir', state]);
+      assert.equal(r.code, 2, `send ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.stdout, '', 'no event: the command line was refused, not a line of input');
+      assert.equal(JSON.parse(r.stderr.trim()).error.code, 'USAGE');
+    }
+    assert.equal(fs.existsSync(path.join(state, 'agents')), false);
+    const sent = await runCli(['send', 'hello', '--kind', 'heartbeat', '--channel', 'telegram', '--peer', 'direct:1', '--state-dir', state]);
+    assert.equal(sent.code, 0, sent.stderr);
+  });
+
   test('a bad --peer is a usage error (2) naming the field; an empty id is refused', async () => {
     for (const peer of ['room:1', 'direct:', 'direct']) {
       const r = await runCli(['route', 'resolve', '--channel', 'x', '--peer', peer, '--json', '--state-dir', tempDir()]);

@@ -232,7 +232,9 @@ describe('sessions cleanup safety rules', () => {
 
     const text = await cli('sessions', 'cleanup', '--dry-run', '--fix-missing', '--now', iso(NOW));
     assert.match(text.stdout, /^Action\s+Key\s+Age\s+Model\s+Flags$/m);
-    assert.match(text.stdout, /^would prune-missing\s+agent:main:telegram:direct:p003\s+\S+\s+gpt-x\s+missing$/m, 'each planned change is labelled');
+    // The Action cell is the action alone (cli.md), one column for scripts; the summary says "would be".
+    assert.match(text.stdout, /^prune-missing\s+agent:main:telegram:direct:p003\s+\S+\s+gpt-x\s+missing$/m, 'each planned change is named');
+    assert.match(text.stdout, /would be pruned/);
     assert.match(text.stdout, /^keep\s+agent:main:telegram:direct:p001\s+\S+\s+-\s+pinned$/m);
 
     const applied = await cli('sessions', 'cleanup', '--enforce', '--fix-missing', '--json', '--now', iso(NOW));
