@@ -223,8 +223,11 @@ async function appendUnderLock(
   let fh: AppendableFile;
   let createdFile = false;
   let openedAs: Stats | undefined;
+  // A holder that lost its lock creates nothing either: a run frozen past staleMs whose session
+  // was reset meanwhile would make an empty file under the archived transcript's name.
+  const checkHeld = async (): Promise<void> => (options.coveredBy !== undefined ? handle.assertHeld() : handle.verifyHeld());
   try {
-    ({ fh, createdFile, openedAs } = await openForAppend(file, options.resumesFile === true));
+    ({ fh, createdFile, openedAs } = await openForAppend(file, options.resumesFile === true, checkHeld));
   } catch (err) {
     throw ioError(`could not open transcript ${file}`, err);
   }
@@ -259,8 +262,7 @@ async function appendUnderLock(
     // Last check before the write: a holder that lost its lock writes nothing. A covering store
     // lock is never taken from a live holder, so its in-memory state is enough (its holder checks
     // the lock on disk once, before it writes sessions.json); a session lock can be taken over.
-    if (options.coveredBy !== undefined) handle.assertHeld();
-    else await handle.verifyHeld();
+    await checkHeld();
     wroteSomething = true;
     // Fenced: this process's own max-hold release waits for the write and fsync to finish, so
     // the lock cannot change hands under them. A record written after the check above is on
@@ -286,8 +288,9 @@ async function appendUnderLock(
 }
 
 /** Read-write (the tail is read through the same descriptor) and O_APPEND. A new file is created
- *  exclusively, so that we know it was us: a failed first append removes it again. */
-async function openForAppend(file: string, resumesFile: boolean): Promise<{ fh: AppendableFile; createdFile: boolean; openedAs?: Stats }> {
+ *  exclusively, so that we know it was us: a failed first append removes it again. Before a file
+ *  is made (created, or an interrupted deletion put back), `checkHeld` confirms the lock. */
+async function openForAppend(file: string, resumesFile: boolean, checkHeld: () => Promise<void>): Promise<{ fh: AppendableFile; createdFile: boolean; openedAs?: Stats }> {
   const volume = memoryVolumeFor(file);
   if (volume !== undefined) {
     const createdFile = volume.sizeOf(file) === null;
@@ -301,6 +304,7 @@ async function openForAppend(file: string, resumesFile: boolean): Promise<{ fh: 
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
   }
+  await checkHeld();
   if (resumesFile && (await restoreInterruptedDeletion(file))) {
     const fh = openRegularDescriptor(file, fsConstants.O_RDWR | fsConstants.O_APPEND);
     return { fh, createdFile: false, openedAs: fh.openedAs };

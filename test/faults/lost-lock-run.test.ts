@@ -4,8 +4,13 @@
 // session's outbox, written under the store lock, and is appended by the next holder.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
-import { assertStoreValid, dm, eventsOf, ingestAll, queueEnv, readStore, shape, transcriptOf } from '../fixtures/queue-lib.js';
+import { BIN, runCli } from '../helpers.js';
+import { assertStoreValid, dm, eventsOf, ingestAll, queueEnv, readStore, sessionsDir, shape, transcriptOf } from '../fixtures/queue-lib.js';
+import { cleanEnv } from '../serve-process.js';
 
 const KEY = 'agent:main:direct:alice';
 
@@ -33,5 +38,40 @@ test('a run aborted by its own max-hold watchdog: reported, and its run_failed r
   const index = records.indexOf(failure);
   assert.deepEqual(records.slice(index + 1).filter((r) => r.runId === 'long' || r.message?.runId === 'long'), []);
   assert.equal(readStore(env)[KEY].outbox, undefined, 'the outbox is empty again');
+  assertStoreValid(env);
+});
+
+test('a run frozen past staleMs whose session is reset meanwhile creates nothing under the archived name once it resumes', async () => {
+  // About 2.5 s of run: it is frozen after its first step, and a reset takes its stale lock over.
+  const env = queueEnv({
+    session: { dmScope: 'per-peer', writeLock: { staleMs: 1_000, acquireTimeoutMs: 8_000 } },
+    agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 500, toolCalls: 4, timeoutSeconds: 30 } } },
+  }, 'sb-lostlock-');
+  const seeded = await ingestAll(env, [dm('alice', 'hello', { messageId: 'm-0' })]);
+  assert.equal(seeded.code, 0, seeded.stderr);
+  const oldFile = path.join(sessionsDir(env), readStore(env)[KEY].sessionFile);
+
+  const child = spawn(process.execPath, [BIN, 'ingest', '--state-dir', env.state, '--config', env.config], { env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.setEncoding('utf8');
+  const started = new Promise<void>((resolve) => child.stdout.on('data', (chunk: string) => {
+    output += chunk;
+    if (output.includes('"type":"run_started"')) resolve();
+  }));
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  child.stdin.end(`${JSON.stringify(dm('alice', 'a long one', { messageId: 'm-1', runId: 'frozen' }))}\n`);
+  await started;
+  process.kill(child.pid!, 'SIGSTOP');
+  try {
+    const reset = await runCli(['sessions', 'reset', KEY, '--json', '--state-dir', env.state, '--config', env.config], { timeoutMs: 30_000 });
+    assert.equal(reset.code, 0, reset.stderr);
+    assert.ok(!fs.existsSync(oldFile), 'the reset archived the old instance');
+  } finally {
+    process.kill(child.pid!, 'SIGCONT');
+  }
+  await exited;
+  assert.ok(!fs.existsSync(oldFile), 'the resumed run made no file under the archived name');
+  const doctor = await runCli(['doctor', '--json', '--state-dir', env.state, '--config', env.config]);
+  assert.equal(doctor.code, 0, doctor.stdout);
   assertStoreValid(env);
 });
