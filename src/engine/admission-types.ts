@@ -72,6 +72,8 @@ export interface StartClaim {
   lane: LaneName;
   text: string;
   deliveryContext?: QueueItem['deliveryContext'];
+  /** The message's queue item, claimed by the run until it reaches a runner. */
+  claimed: QueueItem;
 }
 
 /** What one store's admission asks of the runtime once the batch is on disk. */

@@ -17,6 +17,7 @@ import {
   planSessionMessage,
   resolveQueueSettings,
   splitByInstance,
+  type DeliveryAddress,
   type LaneName,
   type PendingReset,
   type PlanContext,
@@ -295,6 +296,12 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       delete entry.stopRequested;
       delete entry.stopReason;
       outcome.disposition = 'started';
+      // Recorded by this batch, and also in the queue, claimed by its run until that run hands it
+      // to a runner (commitClaim, right before the runner starts): a process that dies while the
+      // run waits for a lane slot leaves it claimed, and the next owner runs it (recorded already,
+      // not recorded again) instead of reporting a message no runner ever saw.
+      const claimed: QueueItem = { ...queueItemOf(item, env, { sessionKey: key, sessionId: entry.sessionId, mode: settings.mode, state: 'queued', text, settings, replyTo: plan.replyTo }), claimedBy: item.runId };
+      setQueue(entry, [...queue, claimed]);
       effects.starts.push({
         item,
         ref,
@@ -303,6 +310,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
         lane,
         text: runMessageText(item, text),
         deliveryContext: plan.replyTo ? { ...plan.replyTo } : undefined,
+        claimed,
       });
       break;
     }
@@ -317,37 +325,15 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       dropIncoming('cap', 'new');
       break;
     case 'enqueue': {
-      const { message } = item;
-      const queued: QueueItem = {
-        runId: item.runId,
-        requester: requesterOf(message),
-        sessionKey: key,
-        sessionId: pinned,
-        enqueuedAt: now,
-        // The quiet window counts from arrival: waiting for the store lock must not stretch it.
-        wallAt: Math.min(env.nowWall, item.receivedAt ?? env.nowWall),
-        mode: deferredCommand ? 'interrupt' : settings.mode,
-        state: admission.state,
-        kind: message.kind === 'cron' ? 'cron' : message.kind === 'heartbeat' || message.kind === 'system' ? 'heartbeat' : 'user',
-        text: text ?? '',
-        channel: message.route.channel,
-        debounceMs: settings.debounceMs,
-        maxWaitMs: settings.debounceMaxWaitMs,
-      };
-      addRecordRoute(queued, message.route);
-      if (message.messageId !== undefined) queued.messageId = message.messageId;
-      if (message.sender) queued.sender = message.sender;
-      if (message.route.threadId) queued.threadId = message.route.threadId;
-      if (message.timestamp !== undefined) queued.timestamp = message.timestamp;
-      if (message.cronJobId) queued.cronJobId = message.cronJobId;
-      // Answered on the route it came from (proactive output: the session's address).
-      if (plan.replyTo) queued.deliveryContext = { ...plan.replyTo };
+      const queued = queueItemOf(item, env, { sessionKey: key, sessionId: pinned, mode: deferredCommand ? 'interrupt' : settings.mode, state: admission.state, text, settings, replyTo: plan.replyTo });
       let waiting = queue;
       let superseded: QueueItem[] = [];
       if (queued.mode === 'interrupt' && !deferredCommand) {
         // "Stop and do this instead": what was waiting is superseded, each item reported (never
         // silently); items the active run has already taken (leased, claimed) go with that run.
-        waiting = queue.filter((other) => other.leasedBy !== undefined || other.claimedBy !== undefined);
+        // A dead run's claim (orphanedFrom) never reached a runner: it is superseded too —
+        // reported by its run_failed when it was recorded, dropped when it was not (orphans.ts).
+        waiting = queue.filter((other) => other.leasedBy !== undefined || (other.claimedBy !== undefined && other.orphanedFrom === undefined));
         superseded = queue.filter((other) => !waiting.includes(other));
       }
       const next = enqueueItem(waiting, queued, settings, randomUUID);
@@ -374,6 +360,40 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     }
   }
   finish();
+}
+
+/** A message as a queue item (waiting, or claimed by the run it starts). */
+function queueItemOf(
+  item: Addressed,
+  env: AdmitEnv,
+  at: { sessionKey: string; sessionId: string; mode: QueueItem['mode']; state: QueueItem['state']; text: string | undefined; settings: { debounceMs: number; debounceMaxWaitMs: number }; replyTo: DeliveryAddress | undefined },
+): QueueItem {
+  const { message } = item;
+  const queued: QueueItem = {
+    runId: item.runId,
+    requester: requesterOf(message),
+    sessionKey: at.sessionKey,
+    sessionId: at.sessionId,
+    enqueuedAt: env.now,
+    // The quiet window counts from arrival: waiting for the store lock must not stretch it.
+    wallAt: Math.min(env.nowWall, item.receivedAt ?? env.nowWall),
+    mode: at.mode,
+    state: at.state,
+    kind: message.kind === 'cron' ? 'cron' : message.kind === 'heartbeat' || message.kind === 'system' ? 'heartbeat' : 'user',
+    text: at.text ?? '',
+    channel: message.route.channel,
+    debounceMs: at.settings.debounceMs,
+    maxWaitMs: at.settings.debounceMaxWaitMs,
+  };
+  addRecordRoute(queued, message.route);
+  if (message.messageId !== undefined) queued.messageId = message.messageId;
+  if (message.sender) queued.sender = message.sender;
+  if (message.route.threadId) queued.threadId = message.route.threadId;
+  if (message.timestamp !== undefined) queued.timestamp = message.timestamp;
+  if (message.cronJobId) queued.cronJobId = message.cronJobId;
+  // Answered on the route it came from (proactive output: the session's address).
+  if (at.replyTo) queued.deliveryContext = { ...at.replyTo };
+  return queued;
 }
 
 /** Nobody alive drains this queue (or it is ours): this process takes it, unless it will not wait. */

@@ -247,7 +247,7 @@ function applyEffects(ctx: EngineContext, runtime: QueueRuntime, effects: BatchE
       spec,
       messages: [runMessage],
       startRecords: [],
-      items: [],
+      items: [claim.claimed],
       deliveryContext: claim.deliveryContext,
       shape: 'start',
     });

@@ -41,13 +41,14 @@ export async function recordedRunIds(transcript: string, items: readonly Pick<Qu
 }
 
 /**
- * After the turn's user record (and the outbox items `outboxIds`) are on disk: its claimed items
- * leave the queue, those outbox items the outbox. If this update fails, the run's release
- * removes the items (the outbox items are appended again by a later holder: a repeated note,
- * never a lost one); if the process dies first, the next owner finds the items claimed, finds
- * their record, and reports the run instead of recording them again.
+ * After the turn's user record (and the outbox items `outboxIds`) are on disk, right before its
+ * runner starts: its claimed items leave the queue, those outbox items the outbox. False when
+ * this update failed: the run does not start, and its release removes the items (the outbox
+ * items are appended again by a later holder: a repeated note, never a lost one). If the process
+ * dies first, the next owner finds the items claimed, finds their record, and runs them without
+ * recording them again.
  */
-export async function commitClaim(ctx: EngineContext, ref: SessionRef, runId: string | undefined, outboxIds: readonly string[] = []): Promise<void> {
+export async function commitClaim(ctx: EngineContext, ref: SessionRef, runId: string | undefined, outboxIds: readonly string[] = []): Promise<boolean> {
   try {
     await updateStore(ctx, ref.location, (store) => {
       const entry = store[ref.sessionKey] as QueuedEntry | undefined;
@@ -59,8 +60,10 @@ export async function commitClaim(ctx: EngineContext, ref: SessionRef, runId: st
       setQueue(entry, rest);
       entry.updatedAt = ctx.clock.now();
     });
+    return true;
   } catch {
     // releaseSession takes the items out at the end of the run.
+    return false;
   }
 }
 
@@ -146,12 +149,13 @@ export async function releaseSession(
 /**
  * The session lock could not be had: the run never started, its claimed items stay queued (the
  * claim is dropped, they were not recorded), the session is left for a later process, and a
- * run_failed event says why.
+ * run_failed event says why. A run ingest started (`recorded`: its message was recorded by the
+ * batch) takes its item out instead: queued again, it would be recorded a second time.
  */
 export async function releaseUnstarted(
   ctx: EngineContext,
   ref: SessionRef,
-  turn: { runId: string; sessionId: string; items: readonly QueueItem[]; carried: CarriedMessage[] },
+  turn: { runId: string; sessionId: string; items: readonly QueueItem[]; carried: CarriedMessage[]; recorded: boolean },
   reason: 'lock' | 'changed',
   why: string,
   emit: (event: QueueEvent) => void,
@@ -164,12 +168,13 @@ export async function releaseUnstarted(
       if (entry.abortRequested === turn.runId) delete entry.abortRequested;
       setQueue(
         entry,
-        queueOf(entry).map((item) => {
-          if (item.claimedBy !== turn.runId && item.leasedBy !== turn.runId) return item;
+        queueOf(entry).flatMap((item) => {
+          if (item.claimedBy !== turn.runId && item.leasedBy !== turn.runId) return [item];
+          if (turn.recorded && item.claimedBy === turn.runId) return [];
           const rest = { ...item };
           if (rest.claimedBy === turn.runId) delete rest.claimedBy;
           if (rest.leasedBy === turn.runId) delete rest.leasedBy;
-          return rest;
+          return [rest];
         }),
       );
       if (entry.queueOwner && isThisProcess(entry.queueOwner)) delete entry.queueOwner;
@@ -178,7 +183,7 @@ export async function releaseUnstarted(
   } catch {
     // Nothing more to do here; the run_failed event below still reports it.
   }
-  const requeued = turn.items.length > 0 ? `; its ${turn.items.length} queued message(s) stay queued for a later ingest` : '';
+  const requeued = turn.items.length > 0 && !turn.recorded ? `; its ${turn.items.length} queued message(s) stay queued for a later ingest` : '';
   emit({
     type: 'run_failed',
     runId: turn.runId,

@@ -173,7 +173,7 @@ export class LocalRun {
     const onLost = (): void => this.abort('the session write lock was lost');
     handle.signal.addEventListener('abort', onLost, { once: true });
     let end: RunEndEvent | undefined;
-    let committed: Promise<void> | undefined;
+    let committed: Promise<unknown> | undefined;
     try {
       const pending = this.host.takePendingAbort(turn.runId);
       if (pending !== undefined) this.abort(pending);
@@ -190,22 +190,27 @@ export class LocalRun {
       }
       this.observe(entry);
       await this.leasing;
-      // A turn taken over from a dead run whose records made it to disk is not run a second
-      // time: the records stay as they are and the run is reported, naming what it carried.
-      if (turn.recheck === true && (await recordedRunIds(turn.transcript, turn.items)).size > 0) {
+      // A turn taken over from a dead run: what of it is already recorded is not recorded again.
+      // Items the dead run had claimed never reached a runner (claimed items leave the queue only
+      // right before one starts), so they run now. Items it had leased for steering and recorded
+      // were injected into its runner: they are not run a second time, the run is reported.
+      const recordedBefore = turn.recheck === true ? await recordedRunIds(turn.transcript, turn.items) : new Set<string>();
+      if (turn.items.some((item) => recordedBefore.has(item.runId) && item.orphanedFrom !== item.claimedBy)) {
         if (await this.writer.append(outbox)) committed = commitClaim(this.ctx, turn.ref, undefined, outboxIds);
         const dead = [...new Set(turn.items.map((item) => item.orphanedFrom).filter((id) => id !== undefined))].join(', ');
         this.orphaned = `run ${turn.runId} was abandoned after its messages were recorded: the process that ran it (run ${dead}) is gone; not run again`;
         end = { type: 'end', status: 'failed', exitCode: null, signal: null };
       } else {
-        // Record first, then take the items out of the queue: a crash in between leaves them
-        // claimed, never lost. The runner need not wait for that store write (it never throws).
-        const recorded = await this.writer.append([...(turn.opening ?? []), ...outbox, ...turn.startRecords]);
-        if (recorded && (turn.items.length > 0 || outboxIds.length > 0)) committed = commitClaim(this.ctx, turn.ref, turn.runId, outboxIds);
-        if (turn.shape === 'overflow' && turn.overflow) {
+        // Record first; the items leave the queue (commitClaim) once a lane slot is had, right
+        // before the runner starts: a crash before that leaves them claimed, and the next owner
+        // runs them — never lost, and never run twice.
+        const records = recordedBefore.size > 0 ? outbox : [...(turn.opening ?? []), ...outbox, ...turn.startRecords];
+        const recorded = await this.writer.append(records);
+        if (turn.shape === 'overflow' && turn.overflow && recordedBefore.size === 0) {
           this.emit({ type: 'overflow', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, reason: 'cap', dropped: turn.overflow.dropped, summary: turn.overflow.summary });
         }
-        end = await this.runOnLane();
+        const claim = recorded && (turn.items.length > 0 || outboxIds.length > 0) ? () => commitClaim(this.ctx, turn.ref, turn.runId, outboxIds) : undefined;
+        end = await this.runOnLane(claim);
       }
     } catch (err) {
       end = { type: 'end', status: 'failed', exitCode: null, signal: null, error: { reason: 'internal', message: toSwitchboardError(err).message } };
@@ -217,8 +222,12 @@ export class LocalRun {
     await this.finish(end);
   }
 
-  /** Waits for a lane slot (holding the session lock), runs the runner, releases the slot. */
-  private async runOnLane(): Promise<RunEndEvent> {
+  /**
+   * Waits for a lane slot (holding the session lock), takes the turn's items out of the queue
+   * (`claim`: false when that store write failed — then no runner starts, so a claimed item
+   * always means one never did), runs the runner, releases the slot.
+   */
+  private async runOnLane(claim?: () => Promise<boolean>): Promise<RunEndEvent> {
     const turn = this.turn;
     const stopped = (): RunEndEvent => ({
       type: 'end',
@@ -240,6 +249,9 @@ export class LocalRun {
     const onSlotLost = (): void => this.abort('the lane slot was lost');
     slot.signal.addEventListener('abort', onSlotLost, { once: true });
     try {
+      if (claim !== undefined && !(await claim())) {
+        return { type: 'end', status: 'failed', exitCode: null, signal: null, error: { reason: 'internal', message: 'could not take its messages out of the queue (sessions.json could not be written); not started' } };
+      }
       this.emit({
         type: 'run_started',
         runId: turn.runId,
@@ -380,9 +392,10 @@ async function lockFailed(ctx: EngineContext, host: RunHost, run: LocalRun, err:
   await releaseUnstarted(ctx, run.turn.ref, unstartedOf(run), 'lock', toSwitchboardError(err).message, (event) => host.emit(event));
 }
 
-function unstartedOf(run: LocalRun): { runId: string; sessionId: string; items: readonly QueueItem[]; carried: CarriedMessage[] } {
+function unstartedOf(run: LocalRun): { runId: string; sessionId: string; items: readonly QueueItem[]; carried: CarriedMessage[]; recorded: boolean } {
   const { turn } = run;
-  return { runId: turn.runId, sessionId: turn.sessionId, items: turn.items, carried: run.carriedMessages() };
+  // A turn ingest started has no records of its own to write: the batch recorded its message.
+  return { runId: turn.runId, sessionId: turn.sessionId, items: turn.items, carried: run.carriedMessages(), recorded: turn.shape === 'start' };
 }
 
 /** A fresh id for items switchboard creates itself (the overflow summary). */

@@ -238,9 +238,9 @@ export function planNextTurn(queue: readonly QueueItem[], nowWall: number, optio
 }
 
 /**
- * A claim left by a run that died before its items were recorded and removed: that same turn
- * (its items, its shape) goes first and at once — it was due already, and re-planning it could
- * mix items that may already be recorded with new ones.
+ * A claim left by a run that died before its runner started (claimed items leave the queue right
+ * before it does): that same turn (its items, its shape) goes first and at once — it was due
+ * already, and re-planning it could mix items that may already be recorded with new ones.
  */
 function claimedTurn(queue: readonly QueueItem[]): TurnPlan | undefined {
   const first = queue.find((item) => item.claimedBy !== undefined);

@@ -61,7 +61,17 @@ test('a run frozen past staleMs whose session is reset meanwhile creates nothing
   const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
   child.stdin.end(`${JSON.stringify(dm('alice', 'a long one', { messageId: 'm-1', runId: 'frozen' }))}\n`);
   await started;
-  process.kill(child.pid!, 'SIGSTOP');
+  // Frozen between two steps of its runner, holding the session lock — not inside a registry
+  // write (a stopped registry holder is waited for, never taken over: a case of its own).
+  const storeLock = path.join(sessionsDir(env), 'sessions.json.lock');
+  for (let attempt = 0; ; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (!fs.readFileSync(oldFile, 'utf8').includes('"type":"tool_call"')) continue;
+    process.kill(child.pid!, 'SIGSTOP');
+    if (!fs.existsSync(storeLock)) break;
+    process.kill(child.pid!, 'SIGCONT');
+    assert.ok(attempt < 100, 'the run left the registry lock at some point');
+  }
   try {
     const reset = await runCli(['sessions', 'reset', KEY, '--json', '--state-dir', env.state, '--config', env.config], { timeoutMs: 30_000 });
     assert.equal(reset.code, 0, reset.stderr);

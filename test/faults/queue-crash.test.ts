@@ -256,13 +256,16 @@ describe('a claim left by a process that died between claiming and removing', ()
     return env;
   }
 
-  test('recorded before the death: reported by name (run_failed naming a and b), not recorded or run again', async () => {
+  // A claim leaves the queue only right before its runner starts, so a claim left behind never
+  // reached one: recorded or not, the turn runs — once, and its record is not written again.
+  test('recorded before the death: the claimed turn runs (it never reached a runner), not recorded again', async () => {
     const env = await diedHoldingClaim(true);
     const next = await ingestAll(env, []);
     assert.equal(next.code, 0, next.stderr);
-    const failed = eventsOf(next.events, 'run_failed');
-    assert.deepEqual(failed.map((e) => [e.runId, e.reason, e.messages]), [['a', 'orphaned', [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }]]]);
-    assert.deepEqual(eventsOf(next.events, 'reply'), []);
+    assert.deepEqual(eventsOf(next.events, 'run_failed'), []);
+    assert.deepEqual(eventsOf(next.events, 'run_started').map((e) => [e.runId, e.messages]), [['a', 2]]);
+    assert.equal(eventsOf(next.events, 'reply').length, 1);
+    assert.equal(tally(env).recorded.get('a'), 1, 'recorded once, never again');
     assertAccounted(env, next.events, ['a', 'b']);
   });
 
@@ -319,4 +322,43 @@ describe('a claim left by a process that died between claiming and removing', ()
     assert.deepEqual(custom.filter((rec) => rec.customType === 'dropped').map((rec) => rec.data.runId), []);
     assert.equal(tally(env).recorded.get('b'), 1);
   });
+});
+
+// A run waits for a lane slot (agents.defaults.maxConcurrent) after its message was recorded. A
+// process killed then had handed that message to no runner: after the restart it runs, once.
+describe('a run that waited for a lane slot when its process died', () => {
+  const base = { session: { dmScope: 'per-peer', writeLock: { staleMs: 2000 } } };
+
+  for (const how of ['started by ingest', 'drained from the queue'] as const) {
+    test(`${how}: runs after the restart (recorded once, never reported as abandoned); the run that had its runner is reported`, async () => {
+      const env = queueEnv({ ...base, agents: { defaults: { maxConcurrent: 1, runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } } }, 'sb-qlane-');
+      // Drained from the queue: collect mode queues bob's messages, and the drain's turns wait for the slot.
+      const messages =
+        how === 'started by ingest'
+          ? [dm('alice', 'first', { runId: 'a1', messageId: 'ma' }), dm('bob', 'waits for the slot', { runId: 'b1', messageId: 'mb' })]
+          : [dm('alice', 'first', { runId: 'a1', messageId: 'ma' }), dm('bob', 'busy?', { runId: 'b0', messageId: 'mb0', queue: { mode: 'collect', debounceMs: 1 } }), dm('bob', 'waits for the slot', { runId: 'b1', messageId: 'mb', queue: { mode: 'collect', debounceMs: 1 } })];
+      const live = new LiveIngest(env);
+      live.send(...messages);
+      await live.result(messages.length);
+      await live.waitFor((e) => e.type === 'run_started' && e.runId === 'a1', "alice's run");
+      // bob's turn has its records down and waits for alice's slot.
+      for (let i = 0; i < 200 && !transcriptOf(env, 'agent:main:direct:bob').some((r) => r.message?.role === 'user'); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      live.child.kill('SIGKILL');
+      await live.exited;
+      fs.writeFileSync(env.config, JSON.stringify({ ...base, agents: { defaults: { maxConcurrent: 1, runner: { command: 'builtin:slow-echo', delayMs: 5 } } } }));
+
+      const next = await ingestAll(env, []);
+      assert.equal(next.code, 0, next.stderr);
+      const failed = eventsOf(next.events, 'run_failed');
+      assert.deepEqual(failed.map((e) => [e.runId, e.reason]), [['a1', 'orphaned']], 'alice had her runner: reported, not run again');
+      const bobIds = messages.map((m) => m.runId as string).filter((id) => id.startsWith('b'));
+      const bobRuns = eventsOf(next.events, 'run_started').filter((e) => e.sessionKey === 'agent:main:direct:bob');
+      assert.deepEqual(bobRuns.map((e) => e.runId), bobIds, 'each of bob\'s turns ran once');
+      assert.equal(eventsOf(next.events, 'reply').filter((e) => e.sessionKey === 'agent:main:direct:bob').length, bobIds.length, 'and was answered');
+      const counts = tally(env).recorded;
+      for (const id of [...bobIds, 'a1']) assert.equal(counts.get(id), 1, `${id}: recorded once, not again by the restart`);
+      assertStoreValid(env);
+    });
+  }
 });
