@@ -113,6 +113,18 @@ function listedAlive(hostname: string, known: boolean | undefined): boolean | nu
   return hostname === THIS_PROCESS.hostname ? (known ?? null) : null;
 }
 
+/**
+ * The queue's items that wait, in order, with their position: not those the active run has
+ * claimed, which are its own messages until its runner starts (the run is listed instead).
+ */
+function waitingItemsOf(location: StoreLocation, sessionKey: string, entry: QueuedEntry, liveness?: Liveness): QueueListItem[] {
+  const queue = queueOf(entry);
+  const runId = entry.activeRun?.runId;
+  return itemsOf(location, sessionKey, entry, liveness)
+    .filter((_, index) => runId === undefined || queue[index]!.claimedBy !== runId)
+    .map((item, index) => ({ ...item, position: index + 1 }));
+}
+
 function itemsOf(location: StoreLocation, sessionKey: string, entry: QueuedEntry, liveness: Liveness = new Map()): QueueListItem[] {
   const incognito = isInMemory(location.storePath);
   const claimed = entry.queueOwner;
@@ -150,7 +162,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
     const incognito = isInMemory(location.storePath);
     await learnLiveness(ctx, location, entries.filter(([, entry]) => entry.activeRun || entry.queueOwner).map(([, entry]) => entry), liveness);
     for (const [key, entry] of entries) {
-      listing.items.push(...itemsOf(location, key, entry, liveness));
+      listing.items.push(...waitingItemsOf(location, key, entry, liveness));
       const run = entry.activeRun;
       if (run) {
         listing.active.push({
@@ -191,7 +203,8 @@ export async function showQueued(ctx: EngineContext, runId: string): Promise<Que
       const entry = value as QueuedEntry;
       if (queueOf(entry).length === 0 || !usable(location, entry)) continue;
       const index = queueOf(entry).findIndex((item) => item.runId === runId);
-      if (index >= 0) return { kind: 'item', item: { ...queueOf(entry)[index], ...itemsOf(location, key, entry)[index] } };
+      const heldByRun = entry.activeRun !== undefined && queueOf(entry)[index]?.claimedBy === entry.activeRun.runId;
+      if (index >= 0 && !heldByRun) return { kind: 'item', item: { ...queueOf(entry)[index], ...itemsOf(location, key, entry)[index] } };
     }
   }
   const listing = await listQueue(ctx);
@@ -257,7 +270,9 @@ export async function cancelQueued(ctx: EngineContext, runId: string, request: C
         if (!hasQueueState(entry) || !usable(location, entry)) continue;
         const queue = queueOf(entry);
         const index = queue.findIndex((item) => item.runId === runId);
-        if (index < 0) {
+        // The active run's own message is still in the queue, claimed, until its runner starts:
+        // it is the run, not a queued item.
+        if (index < 0 || (entry.activeRun?.runId === runId && queue[index].claimedBy === runId)) {
           if (entry.activeRun?.runId === runId) activeHere = key;
           continue;
         }

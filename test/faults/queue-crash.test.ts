@@ -324,6 +324,29 @@ describe('a claim left by a process that died between claiming and removing', ()
   });
 });
 
+test('a run waiting for a lane slot is listed as an active run, not also as a queued item; cancelling it says it is the active run', async () => {
+  const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { maxConcurrent: 1, runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } } }, 'sb-qlane-');
+  const live = new LiveIngest(env);
+  try {
+    live.send(dm('alice', 'first', { runId: 'a1' }), dm('bob', 'waits for the slot', { runId: 'b1' }), dm('carol', 'waits too', { runId: 'c1' }));
+    await live.result(3);
+    await live.waitFor((e) => e.type === 'run_started', 'the run that has the slot');
+    const listed = await queueCli(env, ['queue', '--json']);
+    assert.deepEqual(listed.json.items.map((item: any) => item.runId), [], 'nothing waits in a queue: every message has its run');
+    assert.deepEqual(listed.json.active.map((run: any) => run.runId).sort(), ['a1', 'b1', 'c1']);
+    const waiting = eventsOf(live.events, 'run_started')[0].runId === 'b1' ? 'c1' : 'b1';
+    const cancel = await queueCli(env, ['queue', 'cancel', waiting, '--json']);
+    assert.equal(cancel.code, 66, 'the active run, not a queued item (as once its runner runs)');
+    const shown = await queueCli(env, ['queue', 'show', waiting, '--json']);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.equal(shown.json.item, undefined);
+    assert.equal(shown.json.active.runId, waiting, 'shown as the active run it is');
+  } finally {
+    live.child.kill('SIGKILL');
+    await live.exited;
+  }
+});
+
 // A run waits for a lane slot (agents.defaults.maxConcurrent) after its message was recorded. A
 // process killed then had handed that message to no runner: after the restart it runs, once.
 describe('a run that waited for a lane slot when its process died', () => {
