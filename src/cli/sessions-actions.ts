@@ -85,7 +85,7 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
     ['model', modelLine(entry)],
     ['tokens', tokensLine(tokenCountsOf(entry))],
     ['pinned', entry.pinned ? 'yes' : 'no'],
-    ['queue', `${Array.isArray(entry.queue) ? entry.queue.length : 0} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
+    ['queue', `${waitingCount(entry)} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
     ['lock', lock ? (lock.owner ? `held by pid ${lock.owner.pid} since ${formatTime(lock.owner.acquiredAt)}` : 'present (no owner record)') : 'free'],
     ['transcript', transcript ? `${details.transcriptPath} (${formatBytes(transcript.bytes)}, ${transcript.records} records${transcript.skipped ? `, ${transcript.skipped} damaged lines` : ''})` : `${details.transcriptPath} (missing)`],
   ];
@@ -94,6 +94,13 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
 }
 
 /** The model the session uses: an override first; a value of another type is shown, not used. */
+/** Queued items that wait: not the active run's own messages, claimed by it until its runner starts. */
+function waitingCount(entry: Record<string, unknown>): number {
+  const runId = (entry.activeRun as { runId?: unknown } | undefined)?.runId;
+  const queue = Array.isArray(entry.queue) ? (entry.queue as { claimedBy?: unknown }[]) : [];
+  return queue.filter((item) => runId === undefined || item?.claimedBy !== runId).length;
+}
+
 function modelLine(entry: Record<string, unknown>): string {
   const model = entry.modelOverride ?? entry.model;
   return model === undefined || model === null ? '-' : printable(model as string);

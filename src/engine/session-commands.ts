@@ -45,11 +45,14 @@ export function runCommand(
 ): string {
   const { control, directive } = command;
   if (control?.kind === 'stop') {
-    // Queued items first, then the run; items the run has already taken for its next boundary
-    // go with it (injected if that boundary comes first, else dropped when it ends).
+    // Queued items first, then the run; items the run has already taken — for its next boundary,
+    // or its own messages, claimed until its runner starts — go with it (injected if that
+    // boundary comes first, else reported when it ends).
     const queue = queueOf(entry);
-    const cancelled = queue.filter((waiting) => waiting.leasedBy === undefined);
-    setQueue(entry, queue.filter((waiting) => waiting.leasedBy !== undefined));
+    const runId = entry.activeRun?.runId;
+    const withTheRun = (waiting: (typeof queue)[number]): boolean => waiting.leasedBy !== undefined || (runId !== undefined && waiting.claimedBy === runId);
+    const cancelled = queue.filter((waiting) => !withTheRun(waiting));
+    setQueue(entry, queue.filter(withTheRun));
     for (const waiting of cancelled) events.push(droppedEventOf(waiting, 'stopped'));
     let aborted: string | undefined;
     if (entry.activeRun) {

@@ -324,7 +324,7 @@ describe('a claim left by a process that died between claiming and removing', ()
   });
 });
 
-test('a run waiting for a lane slot is listed as an active run, not also as a queued item; cancelling it says it is the active run', async () => {
+test('a run waiting for a lane slot is listed as an active run, not also as a queued item; cancel says it is the active run, /stop reports it once', async () => {
   const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { maxConcurrent: 1, runner: { command: 'builtin:slow-echo', delayMs: 600_000 } } } }, 'sb-qlane-');
   const live = new LiveIngest(env);
   try {
@@ -341,6 +341,11 @@ test('a run waiting for a lane slot is listed as an active run, not also as a qu
     assert.equal(shown.code, 0, shown.stderr);
     assert.equal(shown.json.item, undefined);
     assert.equal(shown.json.active.runId, waiting, 'shown as the active run it is');
+    // /stop: the waiting run is stopped and reported once, its message not also dropped as queued.
+    live.send(dm(waiting === 'b1' ? 'bob' : 'carol', '/stop', { runId: 'stop' }));
+    const failed = await live.waitFor((e) => e.type === 'run_failed' && e.runId === waiting, 'the stopped run');
+    assert.deepEqual(failed.messages.map((m: any) => m.runId), [waiting]);
+    assert.deepEqual(live.events.filter((e) => e.type === 'dropped').map((e) => e.runId), []);
   } finally {
     live.child.kill('SIGKILL');
     await live.exited;
