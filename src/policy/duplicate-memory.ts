@@ -29,23 +29,35 @@ interface Memory {
 }
 
 /**
- * The copy made for an entry object. A plain Map, emptied when it reaches MEMORIES_LIMIT, not a
+ * The copy made for an entry object. A plain Map, emptied when it reaches its limits, not a
  * WeakMap: the planner copies an entry for every message and each copy is filed here, and a
  * WeakMap insert (an ephemeron the collector must trace) cost more than the rest of the
  * duplicate check together. Only recent entry objects are asked for (the next message of the
- * same session), and an entry dropped by the emptying is found again through `byText`; the
- * limit bounds what the Map keeps alive.
+ * same session), and an entry dropped by the emptying is found again through `byText`.
+ *
+ * The limits bound what the Map keeps alive: every entry object it holds holds the memory string
+ * it had when it was filed — each a different version of a session's growing text, up to 50 000
+ * ids. Counted by entries alone (8 192 of them), a long-running `serve` taking one busy session's
+ * messages a few at a time kept thousands of versions of one ever longer string: 2 GB after 6 000
+ * messages, and out of memory under a 200 MB heap after 1 850. So the characters of the strings
+ * filed are counted too.
  */
 const memories = new Map<object, Memory>();
 const MEMORIES_LIMIT = 8192;
+const MEMORIES_CHARS_LIMIT = 8 * 1024 * 1024;
+let filedChars = 0;
 
 function fileMemory(entry: object, memory: Memory): void {
-  if (memories.size >= MEMORIES_LIMIT) {
+  const stored = (entry as HasRecentIds).recentMessageIds;
+  const chars = typeof stored === 'string' ? stored.length : 0;
+  if (memories.size >= MEMORIES_LIMIT || filedChars + chars > MEMORIES_CHARS_LIMIT) {
     // Before the copies lose their entry objects, the changed ones are filed by text.
     if (unfiled.size > 0) fileChanged();
     memories.clear();
+    filedChars = 0;
   }
   memories.set(entry, memory);
+  filedChars += chars;
 }
 
 /**

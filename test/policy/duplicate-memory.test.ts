@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { RECENT_ID_MAX_CHARS, duplicateKey, legacyIdKey, readRecentIds, withoutRecentIds, writeRecentIds, type DuplicateRoute } from '../../src/core/index.js';
 import { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, forgetDuplicateKey, duplicateKeySeenAt } from '../../src/policy/index.js';
@@ -205,4 +206,28 @@ test('copies of entries keep their ids after the cache of parsed copies has been
     // A reader of the string alone (the next batch's entry object) agrees.
     assert.equal(duplicateKeySeenAt({ recentMessageIds: `${entry.recentMessageIds as string}` }, `s${i}-m2`), 1002);
   }
+});
+
+test('what the parsed copies keep alive is bounded: a long-running process re-reading one busy session batch after batch stays within a small heap', () => {
+  // serve re-reads sessions.json for every batch: each batch's entry is a new object holding a
+  // new (flat) copy of the session's ever longer memory string. Each copy filed once kept that
+  // version alive — 8 192 of them: a server taking one busy session's messages a few at a time
+  // grew to gigabytes and died. Run in a child with a 64 MB heap: it must finish.
+  const moduleUrl = new URL('../../src/policy/duplicate-memory.js', import.meta.url).href;
+  const script = `
+    const { rememberDuplicateKey, shareMemory, duplicateKeySeenAt } = await import(${JSON.stringify(moduleUrl)});
+    let stored = { recentMessageIds: '' };
+    for (let batch = 0; batch < 2500; batch++) {
+      const entry = JSON.parse(JSON.stringify(stored)); // the next batch's read of sessions.json
+      const copy = { ...entry };
+      shareMemory(entry, copy);
+      const key = 'telegram default direct:alice  message-' + batch + '-' + 'x'.repeat(40);
+      if (duplicateKeySeenAt(copy, key) !== undefined) throw new Error('a new id was taken for a duplicate');
+      rememberDuplicateKey(copy, key, 1_000_000 + batch);
+      stored = copy;
+    }
+    process.stdout.write(String(stored.recentMessageIds.split('\\n').length));`;
+  const child = spawnSync(process.execPath, ['--max-old-space-size=64', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(child.status, 0, `exited ${child.status ?? child.signal}: ${child.stderr.slice(-400)}`);
+  assert.equal(child.stdout, '2500', 'every id remembered');
 });
