@@ -27,7 +27,6 @@ export interface ConnectionHost {
   closed(client: ClientConnection): void;
 }
 
-/** After asking a client to close, how long to wait for it before cutting the connection. */
 /** How long a dropped or closing client may take to read its final lines before it is cut off. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
@@ -40,6 +39,8 @@ export class ClientConnection {
   /** `all` = every session; a set = those session keys; null = not subscribed. */
   subscription: 'all' | Set<string> | null = null;
   readonly connectedAt = Date.now();
+  /** When its last complete request line arrived (its connection time before the first). */
+  private lastRequestAt = this.connectedAt;
   private readonly splitter: LineSplitter;
   private readonly queue: NdjsonLine[] = [];
   private queuedBytes = 0;
@@ -93,8 +94,19 @@ export class ClientConnection {
     return this.queue.length + (this.pumping ? 1 : 0);
   }
 
+  /**
+   * When it last asked for something, if it may be let go to make room for a new client: nothing
+   * of it is waiting or being answered and it has not subscribed to events (null otherwise). A
+   * client that only connects, or trickles a line byte by byte, is idle however long it stays.
+   */
+  idleSince(): number | null {
+    if (this.isClosed || this.dropped || this.pending > 0 || this.handling || this.subscription !== null) return null;
+    return this.lastRequestAt;
+  }
+
   private enqueue(lines: NdjsonLine[]): void {
     if (this.dropped) return;
+    if (lines.length > 0) this.lastRequestAt = Date.now();
     for (const line of lines) {
       this.queue.push(line);
       this.queuedBytes += sizeOf(line);

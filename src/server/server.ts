@@ -206,9 +206,32 @@ class Server implements ConnectionHost, OpHost, SwitchboardServer {
       setTimeout(() => socket.destroy(), 1_000).unref();
     };
     if (this.draining) return refuse('the server is stopping', 'try again once it has been restarted');
-    if (this.clients.size >= this.limits.maxClients) return refuse(`too many clients (${this.limits.maxClients})`, 'close idle connections, or try again later');
+    if (this.clients.size >= this.limits.maxClients && !this.letIdleClientGo()) {
+      return refuse(`too many clients (${this.limits.maxClients}), none of them idle`, 'try again later');
+    }
     this.counters.connections++;
     this.clients.add(new ClientConnection(socket, this.nextClientId++, this));
+  }
+
+  /**
+   * At the client cap, the connection that has been idle longest (nothing waiting, nothing being
+   * answered, no subscription) is let go with a final UNAVAILABLE line, so that a new client gets
+   * in: one process holding every connection open and silent (a leak, a slowloris) used to lock
+   * every other client out, `status` included. False when every client is busy.
+   */
+  private letIdleClientGo(): boolean {
+    let idlest: ClientConnection | undefined;
+    let since = Infinity;
+    for (const client of this.clients) {
+      const idle = client.idleSince();
+      if (idle !== null && idle < since) {
+        idlest = client;
+        since = idle;
+      }
+    }
+    if (idlest === undefined) return false;
+    idlest.drop(`idle connection closed: the server is at its limit of ${this.limits.maxClients} clients; reconnect to send more`);
+    return true;
   }
 
   // ConnectionHost

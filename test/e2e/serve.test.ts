@@ -47,8 +47,8 @@ function run(entry: string, args: string[], input = ''): Promise<Finished> {
   });
 }
 
-async function startLimited(state: string, maxQueuedBytes: number, highWaterBytes: number): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [LIMITS_FIXTURE, state, String(maxQueuedBytes), String(highWaterBytes)], { env: cleanEnv(), cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startLimited(state: string, maxQueuedBytes: number, highWaterBytes: number, maxClients?: number): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [LIMITS_FIXTURE, state, String(maxQueuedBytes), String(highWaterBytes), ...(maxClients !== undefined ? [String(maxClients)] : [])], { env: cleanEnv(), cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const server = trackServer(new ServeProcess(child, path.join(state, 'switchboard.sock')));
   await server.waitForStderr(/listening on/);
   return server;
@@ -661,6 +661,48 @@ describe('a subscriber that stops reading', { timeout: 60_000 }, () => {
     assert.equal(last.error.code, 'UNAVAILABLE');
     assert.match(last.error.message, /too slow/);
     await sender.close();
+    await server.stop();
+  });
+});
+
+describe('at its client limit', { timeout: 60_000 }, () => {
+  test('the connection idle longest is let go for a new client (a final UNAVAILABLE line); busy ones and subscribers never are', async () => {
+    const state = tempDir();
+    const server = await startLimited(state, 16 * 1024 * 1024, 1024 * 1024, 3);
+    const subscriber = await RawClient.connect(server.socketPath);
+    subscriber.send({ id: 's', op: 'subscribe' });
+    assert.deepEqual(await subscriber.next(), { id: 's', result: { subscribed: 'all' } });
+    // A slowloris (half a line, never finished), then one that connects and says nothing.
+    const trickler = await RawClient.connect(server.socketPath);
+    trickler.socket.write('{"id":1,"op":"sta');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const silent = await RawClient.connect(server.socketPath);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+
+    const newcomer = await connectClient(server.socketPath);
+    assert.equal((await newcomer.request<any>('status')).clients, 3, 'let in: the server is still at its limit');
+    const goodbye = await trickler.next();
+    assert.equal(goodbye.id, null);
+    assert.equal(goodbye.error.code, 'UNAVAILABLE');
+    assert.match(goodbye.error.message, /idle/);
+    assert.equal(await trickler.next(), undefined, 'and closed');
+
+    // The next one takes the silent client's place; then the newcomers subscribe, and with every
+    // client busy a further connection is refused.
+    const second = await RawClient.connect(server.socketPath);
+    second.send({ id: 'b', op: 'subscribe' });
+    assert.deepEqual(await second.next(), { id: 'b', result: { subscribed: 'all' } });
+    assert.equal((await silent.next()).error.code, 'UNAVAILABLE');
+    await newcomer.request<any>('subscribe', {});
+    const refused = await RawClient.connect(server.socketPath);
+    const answer = await refused.next();
+    assert.equal(answer.error.code, 'UNAVAILABLE');
+    assert.match(answer.error.message, /too many clients/);
+    subscriber.send({ id: 'still', op: 'status' });
+    let status = await subscriber.next();
+    while (status.id !== 'still') status = await subscriber.next();
+    assert.equal(status.result.clients, 3, 'the subscribers were never let go');
+    await newcomer.close();
     await server.stop();
   });
 });
