@@ -3,6 +3,7 @@
 
 import { SwitchboardError } from '../core/index.js';
 import {
+  claimedByActiveRun,
   configureQueue,
   deleteSession,
   findInstance,
@@ -15,6 +16,7 @@ import {
   transcriptFileOf,
   waitForQueueWork,
   type FoundSession,
+  type QueuedEntry,
   type SessionDetails,
 } from '../engine/index.js';
 import { followTranscript, messageContentText, pause, readTranscript, type TranscriptRecord } from '../store/index.js';
@@ -93,14 +95,13 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
   return 0;
 }
 
-/** The model the session uses: an override first; a value of another type is shown, not used. */
 /** Queued items that wait: not the active run's own messages, claimed by it until its runner starts. */
 function waitingCount(entry: Record<string, unknown>): number {
-  const runId = (entry.activeRun as { runId?: unknown } | undefined)?.runId;
-  const queue = Array.isArray(entry.queue) ? (entry.queue as { claimedBy?: unknown }[]) : [];
-  return queue.filter((item) => runId === undefined || item?.claimedBy !== runId).length;
+  const queued = entry as QueuedEntry;
+  return Array.isArray(queued.queue) ? queued.queue.filter((item) => !claimedByActiveRun(queued, item)).length : 0;
 }
 
+/** The model the session uses: an override first; a value of another type is shown, not used. */
 function modelLine(entry: Record<string, unknown>): string {
   const model = entry.modelOverride ?? entry.model;
   return model === undefined || model === null ? '-' : printable(model as string);

@@ -31,6 +31,7 @@ import type { Addressed, AdmitEnv, Outcome } from './admission-types.js';
 import { beforeResetFor } from './before-reset.js';
 import {
   THIS_PROCESS,
+  claimedByActiveRun,
   failAbandonedRun,
   droppedEventOf,
   expiredEventOf,
@@ -331,9 +332,9 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       if (queued.mode === 'interrupt' && !deferredCommand) {
         // "Stop and do this instead": what was waiting is superseded, each item reported (never
         // silently); items the active run has already taken (leased, claimed) go with that run.
-        // A dead run's claim (orphanedFrom) never reached a runner: it is superseded too —
-        // reported by its run_failed when it was recorded, dropped when it was not (orphans.ts).
-        waiting = queue.filter((other) => other.leasedBy !== undefined || (other.claimedBy !== undefined && other.orphanedFrom === undefined));
+        // A dead run's claim never reached a runner: it is superseded too — reported by its
+        // run_failed when it was recorded, dropped when it was not (orphans.ts).
+        waiting = queue.filter((other) => other.leasedBy !== undefined || claimedByActiveRun(entry, other));
         superseded = queue.filter((other) => !waiting.includes(other));
       }
       const next = enqueueItem(waiting, queued, settings, randomUUID);

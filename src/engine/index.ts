@@ -106,5 +106,6 @@ export {
   type RunEndedEvent,
   type QueuedEntry,
   agentRunnerConfig,
+  claimedByActiveRun,
 } from './queue-state.js';
 export { laneCapacity, laneDir, type LaneSlot } from './lanes.js';

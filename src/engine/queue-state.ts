@@ -89,6 +89,15 @@ export function queueOf(entry: QueuedEntry | undefined): QueueItem[] {
   return Array.isArray(entry?.queue) ? entry.queue : [];
 }
 
+/**
+ * Whether `item` is one of the active run's own messages: claimed by it, they stay in the queue
+ * until its runner starts (a crash before that leaves them to be run, not lost). They are the
+ * run — stopped or listed with it, never as waiting items besides it.
+ */
+export function claimedByActiveRun(entry: QueuedEntry | undefined, item: QueueItem): boolean {
+  return entry?.activeRun !== undefined && item.claimedBy !== undefined && item.claimedBy === entry.activeRun.runId;
+}
+
 export function setQueue(entry: QueuedEntry, items: QueueItem[]): void {
   if (items.length === 0) delete entry.queue;
   else entry.queue = items;

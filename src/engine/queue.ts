@@ -11,6 +11,7 @@ import { userInfo } from 'node:os';
 import type { QueueItem } from '../policy/index.js';
 import {
   THIS_PROCESS,
+  claimedByActiveRun,
   droppedEventOf,
   learnLiveness,
   noteRemoved,
@@ -119,9 +120,8 @@ function listedAlive(hostname: string, known: boolean | undefined): boolean | nu
  */
 function waitingItemsOf(location: StoreLocation, sessionKey: string, entry: QueuedEntry, liveness?: Liveness): QueueListItem[] {
   const queue = queueOf(entry);
-  const runId = entry.activeRun?.runId;
   return itemsOf(location, sessionKey, entry, liveness)
-    .filter((_, index) => runId === undefined || queue[index]!.claimedBy !== runId)
+    .filter((_, index) => !claimedByActiveRun(entry, queue[index]!))
     .map((item, index) => ({ ...item, position: index + 1 }));
 }
 
@@ -203,8 +203,7 @@ export async function showQueued(ctx: EngineContext, runId: string): Promise<Que
       const entry = value as QueuedEntry;
       if (queueOf(entry).length === 0 || !usable(location, entry)) continue;
       const index = queueOf(entry).findIndex((item) => item.runId === runId);
-      const heldByRun = entry.activeRun !== undefined && queueOf(entry)[index]?.claimedBy === entry.activeRun.runId;
-      if (index >= 0 && !heldByRun) return { kind: 'item', item: { ...queueOf(entry)[index], ...itemsOf(location, key, entry)[index] } };
+      if (index >= 0 && !claimedByActiveRun(entry, queueOf(entry)[index]!)) return { kind: 'item', item: { ...queueOf(entry)[index], ...itemsOf(location, key, entry)[index] } };
     }
   }
   const listing = await listQueue(ctx);
@@ -272,13 +271,13 @@ export async function cancelQueued(ctx: EngineContext, runId: string, request: C
         const index = queue.findIndex((item) => item.runId === runId);
         // The active run's own message is still in the queue, claimed, until its runner starts:
         // it is the run, not a queued item.
-        if (index < 0 || (entry.activeRun?.runId === runId && queue[index].claimedBy === runId)) {
+        if (index < 0 || (entry.activeRun?.runId === runId && claimedByActiveRun(entry, queue[index]!))) {
           if (entry.activeRun?.runId === runId) activeHere = key;
           continue;
         }
         const listed = itemsOf(location, key, entry)[index];
         const { leasedBy, claimedBy } = queue[index];
-        if (claimedBy !== undefined && claimedBy === entry.activeRun?.runId) {
+        if (claimedByActiveRun(entry, queue[index]!)) {
           throw new SwitchboardError('SESSION_BUSY', `"${runId}" is being started as run ${claimedBy} and can no longer be cancelled`, {
             hint: `\`switchboard queue abort --session ${key}\` stops the run`,
           });
@@ -334,7 +333,7 @@ export async function abortSession(ctx: EngineContext, keyOrId: string, request:
     const queue = queueOf(entry);
     const listed = itemsOf(found.location, found.key, entry);
     // Items the active run has leased or claimed go with the run (recorded, or dropped with it).
-    const withTheRun = (item: (typeof queue)[number]): boolean => item.leasedBy !== undefined || (item.claimedBy !== undefined && item.claimedBy === entry.activeRun?.runId);
+    const withTheRun = (item: (typeof queue)[number]): boolean => item.leasedBy !== undefined || claimedByActiveRun(entry, item);
     const cancelled = listed.filter((_, index) => !withTheRun(queue[index]));
     const withRun = queue.filter(withTheRun);
     setQueue(entry, withRun);

@@ -12,7 +12,7 @@ import {
 } from '../policy/index.js';
 import { DELIVERY_MIRROR_MODEL, INJECTED_MODEL, transcriptOnlyMarks, type NewTranscriptEntry } from '../store/index.js';
 import type { Addressed, AdmitEnv } from './admission-types.js';
-import { droppedEventOf, queueOf, setQueue, type QueueEvent, type QueuedEntry } from './queue-state.js';
+import { claimedByActiveRun, droppedEventOf, queueOf, setQueue, type QueueEvent, type QueuedEntry } from './queue-state.js';
 
 export function commandReplyRecords(text: string, now: number, runId: string, delivered: boolean, policy: { decision: string; rule: number | null }, deliveryContext: unknown): NewTranscriptEntry[] {
   // A command's answer is no model output: marked so that OpenClaw never replays it (`command` tells it apart).
@@ -49,8 +49,7 @@ export function runCommand(
     // or its own messages, claimed until its runner starts — go with it (injected if that
     // boundary comes first, else reported when it ends).
     const queue = queueOf(entry);
-    const runId = entry.activeRun?.runId;
-    const withTheRun = (waiting: (typeof queue)[number]): boolean => waiting.leasedBy !== undefined || (runId !== undefined && waiting.claimedBy === runId);
+    const withTheRun = (waiting: (typeof queue)[number]): boolean => waiting.leasedBy !== undefined || claimedByActiveRun(entry, waiting);
     const cancelled = queue.filter((waiting) => !withTheRun(waiting));
     setQueue(entry, queue.filter(withTheRun));
     for (const waiting of cancelled) events.push(droppedEventOf(waiting, 'stopped'));
