@@ -201,15 +201,17 @@ export class LocalRun {
         this.orphaned = `run ${turn.runId} was abandoned after its messages were recorded: the process that ran it (run ${dead}) is gone; not run again`;
         end = { type: 'end', status: 'failed', exitCode: null, signal: null };
       } else {
-        // Record first; the items leave the queue (commitClaim) once a lane slot is had, right
-        // before the runner starts: a crash before that leaves them claimed, and the next owner
-        // runs them — never lost, and never run twice.
+        // Record first. The outbox leaves the entry as soon as it is appended (a crash in between
+        // repeats a note, never loses one); the items leave the queue (commitClaim) only once a
+        // lane slot is had, right before the runner starts: a crash before that leaves them
+        // claimed, and the next owner runs them — never lost, and never run twice.
         const records = recordedBefore.size > 0 ? outbox : [...(turn.opening ?? []), ...outbox, ...turn.startRecords];
         const recorded = await this.writer.append(records);
+        if (recorded && outboxIds.length > 0) committed = commitClaim(this.ctx, turn.ref, undefined, outboxIds);
         if (turn.shape === 'overflow' && turn.overflow && recordedBefore.size === 0) {
           this.emit({ type: 'overflow', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, reason: 'cap', dropped: turn.overflow.dropped, summary: turn.overflow.summary });
         }
-        const claim = recorded && (turn.items.length > 0 || outboxIds.length > 0) ? () => commitClaim(this.ctx, turn.ref, turn.runId, outboxIds) : undefined;
+        const claim = recorded && turn.items.length > 0 ? () => commitClaim(this.ctx, turn.ref, turn.runId) : undefined;
         end = await this.runOnLane(claim);
       }
     } catch (err) {

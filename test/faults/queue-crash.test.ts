@@ -390,3 +390,18 @@ describe('a run that waited for a lane slot when its process died', () => {
     });
   }
 });
+
+test('a /stop in the batch that started the run it stops is recorded once (the outbox leaves the entry once appended, whether or not the run then starts)', async () => {
+  for (const maxConcurrent of [1, 4]) {
+    const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { maxConcurrent, runner: { command: 'builtin:slow-echo', delayMs: 1_500 } } } }, 'sb-qstop-');
+    // With one slot, alice's run holds it and bob's waits for it when his /stop comes.
+    const r = await ingestAll(env, [dm('alice', 'holds the slot', { runId: 'm1' }), dm('bob', 'starts a run', { runId: 'm2' }), dm('bob', '/stop', { runId: 'm3' })]);
+    assert.equal(r.code, 0, r.stderr);
+    const records = transcriptOf(env, 'agent:main:direct:bob');
+    const ofStop = records.filter((record) => record.message?.runId === 'm3');
+    // The command, its answer and the answer's delivery mirror: once each.
+    assert.deepEqual(ofStop.map((record) => record.message.role), ['user', 'assistant', 'assistant'], `maxConcurrent ${maxConcurrent}: ${JSON.stringify(ofStop)}`);
+    assert.equal(tally(env).recorded.get('m2'), 1);
+    assertStoreValid(env);
+  }
+});
