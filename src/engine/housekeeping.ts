@@ -32,12 +32,12 @@ import {
 } from '../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { handOffQueue, rotateInstance, turnBeforeReset, type BeforeResetReport } from './sessions.js';
-import { buildMaintenanceSnapshot, transcriptNameOf, type BusyKeysProvider } from './cleanup-snapshot.js';
+import { buildMaintenanceSnapshot, namedTranscripts, transcriptNameOf, type BusyKeysProvider } from './cleanup-snapshot.js';
 import { removeEntries, type CleanupProgress } from './session-cleanup.js';
 import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
 import type { ExpiredEvent } from './queue-state.js';
 import { finishInterruptedRotations, type FinishedRotation } from './interrupted-rotations.js';
-import { findLeftovers, removeLeftover, type Leftover } from './leftovers.js';
+import { findEmptyOrphans, findLeftovers, removeLeftover, type Leftover } from './leftovers.js';
 import { listFolder } from './doctor/files.js';
 
 const RESET_CONCURRENCY = 8;
@@ -151,8 +151,16 @@ function allStores(ctx: EngineContext): StoreLocation[] {
 async function removeLeftovers(location: StoreLocation, liveLocks: ReadonlySet<string>, dryRun: boolean): Promise<{ kind: Leftover['kind']; file: string }[]> {
   const listing = await listFolder(location.sessionsDir);
   if (listing === null) return [];
+  const now = systemClock.now();
+  const found = await findLeftovers(location.storePath, listing, liveLocks, now);
+  // Which transcripts are unnamed needs the store; a damaged one is doctor's, and so are they then.
+  const store = await readSessionStore(location.storePath).catch((err: unknown) => {
+    if (err instanceof SwitchboardError && err.code === 'STORE_CORRUPT') return null;
+    throw err;
+  });
+  if (store !== null) found.push(...(await findEmptyOrphans(location.storePath, listing.files, namedTranscripts(location, store), liveLocks, now)));
   const removed: { kind: Leftover['kind']; file: string }[] = [];
-  for (const leftover of await findLeftovers(location.storePath, listing, liveLocks, systemClock.now())) {
+  for (const leftover of found) {
     if (!leftover.removable) continue; // doctor reports it for a person
     if (!dryRun) {
       try {

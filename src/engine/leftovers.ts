@@ -1,7 +1,9 @@
 // Leftovers of interrupted writes in a store's folder: temp files (`sessions.json.<n>` of the
 // registry replace and write-file-atomic, `sessions.json.bak.tmp`, `sessions.json.removed.<n>`,
-// doctor's `<transcript>.doctor-<pid>-<hex>.tmp`) and lock tombstones (`<lock>-gone-<pid>-<hex>`,
-// what a process killed while releasing a lock leaves). None of them ever held committed data.
+// doctor's `<transcript>.doctor-<pid>-<hex>.tmp`), lock tombstones (`<lock>-gone-<pid>-<hex>`,
+// what a process killed while releasing a lock leaves) and empty transcripts no entry names (a
+// writer killed between creating a transcript and its first write). None of them ever held
+// committed data.
 // One rule for both users: doctor reports them (a problem: --repair removes them) and maintain
 // removes them, so a killed process's debris does not keep `doctor` failing until someone
 // repairs by hand. A leftover is one only when it is older than a minute, the process named in
@@ -10,7 +12,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
-import { REMOVED_MEMORY_SUFFIX, foreignLockContent, lockPathFor, removeLockFolder, resolveInside } from '../store/index.js';
+import { REMOVED_MEMORY_SUFFIX, TRANSCRIPT_SUFFIX, foreignLockContent, lockPathFor, parseArchiveName, removeLockFolder, resolveInside } from '../store/index.js';
 
 /** A temp file or tombstone younger than this may belong to a write in progress. */
 export const LEFTOVER_AGE_MS = 60_000;
@@ -19,13 +21,13 @@ export const TOMBSTONE_NAME = /\.lock-gone-(\d+)-[0-9a-f]+$/;
 const DOCTOR_TEMP_NAME = /^(.+\.jsonl)\.doctor-(\d+)-[0-9a-f]+\.tmp$/;
 
 export interface Leftover {
-  kind: 'temp-file' | 'lock-tombstone';
+  kind: 'temp-file' | 'lock-tombstone' | 'empty-transcript';
   file: string;
   /** What it is, for a report. */
   message: string;
   /** False for a tombstone that holds more than an owner record: whatever it is, it is not ours to delete. */
   removable: boolean;
-  /** The lock that must be free when a temp file is removed (its write runs under it). */
+  /** The lock that must be free when a temp file or an empty transcript is removed (its write runs under it). */
   guardLock: string | null;
 }
 
@@ -106,6 +108,26 @@ export async function findLeftovers(storePath: string, names: FolderNames, liveL
   return found;
 }
 
+/**
+ * The empty transcripts among a store folder's files that no entry names (`named`: the names the
+ * store's entries give), older than a minute and with no lock on them. doctor reports every empty
+ * unnamed transcript at once (`empty-transcript`); maintain removes these.
+ */
+export async function findEmptyOrphans(storePath: string, files: readonly string[], named: ReadonlySet<string>, liveLocks: ReadonlySet<string>, now: number): Promise<Leftover[]> {
+  const dir = path.dirname(storePath);
+  const found: Leftover[] = [];
+  for (const name of files) {
+    if (!name.endsWith(TRANSCRIPT_SUFFIX) || parseArchiveName(name) !== null || named.has(name)) continue;
+    const file = resolveInside(dir, name);
+    const stats = await statOrNull(file);
+    if (stats === null || stats.size !== 0 || now - stats.mtimeMs < LEFTOVER_AGE_MS) continue;
+    const guardLock = lockPathFor(file);
+    if (liveLocks.has(guardLock)) continue;
+    found.push({ kind: 'empty-transcript', file, message: 'an empty transcript no entry names (a writer died right after creating it)', removable: true, guardLock });
+  }
+  return found;
+}
+
 /** Removes a removable leftover; STORE_BUSY when the lock its write runs under is held again. */
 export async function removeLeftover(leftover: Leftover): Promise<void> {
   if (!leftover.removable) throw new SwitchboardError('STORE_CORRUPT', `${leftover.file} is not a leftover of ours`, { hint: 'look at it and remove it by hand' });
@@ -116,6 +138,8 @@ export async function removeLeftover(leftover: Leftover): Promise<void> {
   if (leftover.guardLock !== null && (await statOrNull(leftover.guardLock)) !== null) {
     throw new SwitchboardError('STORE_BUSY', `${path.basename(leftover.guardLock)} is held now; left ${path.basename(leftover.file)} alone`, { hint: 'run it again later' });
   }
+  // An empty transcript is removed only while it is still empty (a writer may have begun it since).
+  if (leftover.kind === 'empty-transcript' && (await statOrNull(leftover.file))?.size !== 0) return;
   await fsp.unlink(leftover.file).catch((err: unknown) => {
     if (errnoOf(err) !== 'ENOENT') throw err;
   });
