@@ -129,10 +129,13 @@ async function crashLoop(asFile: boolean, tag: string): Promise<void> {
   for (const problem of JSON.parse(check.stdout).stores[0].problems as { kind: string; file: string; lines?: number[] }[]) {
     if (problem.kind !== 'malformed-lines') continue;
     // A cut-short append, never two writers' bytes mixed: each bad line is the start of one record.
+    // A record begins `{"type":"<kind>","id":"` (a content block inside one, `{"type":"text"`, has
+    // no id next): a second such start in the line would be another record's bytes.
+    const recordStart = /\{"type":"[a-z_]+","id":"/;
     const lines = fs.readFileSync(problem.file, 'utf8').split('\n');
     for (const n of problem.lines ?? []) {
       const line = lines[n - 1]!;
-      assert.ok(line.startsWith('{"type":') && !line.slice(1).includes('{"type":'), `line ${n} of ${problem.file} is the start of one record: ${line.slice(0, 200)}`);
+      assert.ok(recordStart.test(line) && line.search(recordStart) === 0 && !recordStart.test(line.slice(1)), `line ${n} of ${problem.file} is the start of one record: ${line.slice(0, 200)}`);
     }
   }
   const repair = await runCli(['doctor', '--repair', '--json', '--state-dir', stateDir]);
