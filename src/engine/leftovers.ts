@@ -139,7 +139,9 @@ export async function removeLeftover(leftover: Leftover): Promise<void> {
     throw new SwitchboardError('STORE_BUSY', `${path.basename(leftover.guardLock)} is held now; left ${path.basename(leftover.file)} alone`, { hint: 'run it again later' });
   }
   // An empty transcript is removed only while it is still empty (a writer may have begun it since).
-  if (leftover.kind === 'empty-transcript' && (await statOrNull(leftover.file))?.size !== 0) return;
+  if (leftover.kind === 'empty-transcript' && ((await statOrNull(leftover.file))?.size ?? 0) !== 0) {
+    throw new SwitchboardError('STORE_BUSY', `${path.basename(leftover.file)} was written meanwhile; left alone`, { hint: 'run it again later' });
+  }
   await fsp.unlink(leftover.file).catch((err: unknown) => {
     if (errnoOf(err) !== 'ENOENT') throw err;
   });
