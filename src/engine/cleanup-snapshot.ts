@@ -72,6 +72,12 @@ export function namedTranscripts(location: StoreLocation, store: SessionStore): 
   return names;
 }
 
+/** The transcripts among a folder's file names (archives aside) that no entry of the store names. */
+export function unnamedTranscripts(location: StoreLocation, store: SessionStore, fileNames: readonly string[]): string[] {
+  const named = namedTranscripts(location, store);
+  return fileNames.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX) && parseArchiveName(name) === null && !named.has(name));
+}
+
 /**
  * Keys whose entry shares its transcript with another key (not a cron run alias): `unusable`,
  * never removed — the file they name is another session's too.

@@ -32,7 +32,7 @@ import {
 } from '../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { handOffQueue, rotateInstance, turnBeforeReset, type BeforeResetReport } from './sessions.js';
-import { buildMaintenanceSnapshot, namedTranscripts, transcriptNameOf, type BusyKeysProvider } from './cleanup-snapshot.js';
+import { buildMaintenanceSnapshot, transcriptNameOf, unnamedTranscripts, type BusyKeysProvider } from './cleanup-snapshot.js';
 import { removeEntries, type CleanupProgress } from './session-cleanup.js';
 import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
 import type { ExpiredEvent } from './queue-state.js';
@@ -158,7 +158,7 @@ async function removeLeftovers(location: StoreLocation, liveLocks: ReadonlySet<s
     if (err instanceof SwitchboardError && err.code === 'STORE_CORRUPT') return null;
     throw err;
   });
-  if (store !== null) found.push(...(await findEmptyOrphans(location.storePath, listing.files, namedTranscripts(location, store), liveLocks, now)));
+  if (store !== null) found.push(...(await findEmptyOrphans(location.storePath, unnamedTranscripts(location, store, listing.files), liveLocks, now)));
   const removed: { kind: Leftover['kind']; file: string }[] = [];
   for (const leftover of found) {
     if (!leftover.removable) continue; // doctor reports it for a person

@@ -14,11 +14,9 @@ import path from 'node:path';
 import { errnoOf, ioError } from '../core/index.js';
 import {
   LOCK_SUFFIX,
-  TRANSCRIPT_SUFFIX,
   archiveFile,
   isUsableEntry,
   lockPathFor,
-  parseArchiveName,
   readSessionStore,
   readFirstLineRecord,
   readTranscriptHead,
@@ -31,7 +29,7 @@ import {
 } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { holdTranscriptLocks } from './cleanup-files.js';
-import { namedTranscripts, transcriptNameOf } from './cleanup-snapshot.js';
+import { namedTranscripts, transcriptNameOf, unnamedTranscripts } from './cleanup-snapshot.js';
 import { transcriptHeaderProblem } from './doctor/transcript-scan.js';
 
 export interface FinishedRotation {
@@ -45,7 +43,7 @@ export interface FinishedRotation {
 }
 
 /** The transcripts of the folder (not archives, not locked unless `released` has the lock) that no entry names. */
-async function unnamedTranscripts(location: StoreLocation, store: SessionStore, released: ReadonlySet<string>): Promise<string[]> {
+async function unlockedUnnamedTranscripts(location: StoreLocation, store: SessionStore, released: ReadonlySet<string>): Promise<string[]> {
   let dirents;
   try {
     dirents = await fsp.readdir(location.sessionsDir, { withFileTypes: true });
@@ -53,12 +51,10 @@ async function unnamedTranscripts(location: StoreLocation, store: SessionStore, 
     if (errnoOf(err) === 'ENOENT') return [];
     throw ioError(`cannot list ${location.sessionsDir}`, err, { path: location.sessionsDir });
   }
-  const names = namedTranscripts(location, store);
   const present = new Set(dirents.map((dirent) => dirent.name));
-  return dirents
-    .filter((dirent) => dirent.isFile() && dirent.name.endsWith(TRANSCRIPT_SUFFIX) && parseArchiveName(dirent.name) === null)
-    .map((dirent) => dirent.name)
-    .filter((name) => !names.has(name) && (!present.has(`${name}${LOCK_SUFFIX}`) || released.has(lockPathFor(path.join(location.sessionsDir, name)))))
+  const files = dirents.filter((dirent) => dirent.isFile()).map((dirent) => dirent.name);
+  return unnamedTranscripts(location, store, files)
+    .filter((name) => !present.has(`${name}${LOCK_SUFFIX}`) || released.has(lockPathFor(path.join(location.sessionsDir, name))))
     .sort();
 }
 
@@ -172,7 +168,7 @@ export async function finishInterruptedRotations(
 ): Promise<FinishedRotation[]> {
   const store = await readSessionStore(location.storePath);
   const unnamed: { name: string; header: TranscriptHeader }[] = [];
-  for (const name of await unnamedTranscripts(location, store, options.releasedLocks)) {
+  for (const name of await unlockedUnnamedTranscripts(location, store, options.releasedLocks)) {
     const header = await headerOf(path.join(location.sessionsDir, name));
     if (header !== null) unnamed.push({ name, header });
   }

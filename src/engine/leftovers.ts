@@ -12,7 +12,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
-import { REMOVED_MEMORY_SUFFIX, TRANSCRIPT_SUFFIX, foreignLockContent, lockPathFor, parseArchiveName, removeLockFolder, resolveInside } from '../store/index.js';
+import { REMOVED_MEMORY_SUFFIX, foreignLockContent, lockPathFor, removeLockFolder, resolveInside } from '../store/index.js';
 
 /** A temp file or tombstone younger than this may belong to a write in progress. */
 export const LEFTOVER_AGE_MS = 60_000;
@@ -109,15 +109,14 @@ export async function findLeftovers(storePath: string, names: FolderNames, liveL
 }
 
 /**
- * The empty transcripts among a store folder's files that no entry names (`named`: the names the
- * store's entries give), older than a minute and with no lock on them. doctor reports every empty
- * unnamed transcript at once (`empty-transcript`); maintain removes these.
+ * The empty ones among a store folder's transcripts that no entry names (`unnamed`), older than a
+ * minute and with no lock on them. doctor reports every empty unnamed transcript at once
+ * (`empty-transcript`); maintain removes these.
  */
-export async function findEmptyOrphans(storePath: string, files: readonly string[], named: ReadonlySet<string>, liveLocks: ReadonlySet<string>, now: number): Promise<Leftover[]> {
+export async function findEmptyOrphans(storePath: string, unnamed: readonly string[], liveLocks: ReadonlySet<string>, now: number): Promise<Leftover[]> {
   const dir = path.dirname(storePath);
   const found: Leftover[] = [];
-  for (const name of files) {
-    if (!name.endsWith(TRANSCRIPT_SUFFIX) || parseArchiveName(name) !== null || named.has(name)) continue;
+  for (const name of unnamed) {
     const file = resolveInside(dir, name);
     const stats = await statOrNull(file);
     if (stats === null || stats.size !== 0 || now - stats.mtimeMs < LEFTOVER_AGE_MS) continue;
