@@ -10,6 +10,9 @@ type InputErrorCode = 'BAD_INPUT' | 'BAD_MESSAGE';
 const PEER_KINDS: Record<string, PeerKind> = { direct: 'direct', dm: 'direct', group: 'group', channel: 'channel' };
 
 export function normalizePeerKind(raw: unknown): PeerKind | undefined {
+  // The canonical words as they are, compared before anything is made of them: a lookup by a
+  // string fresh from JSON.parse first looks the string up in V8's table of property names.
+  if (raw === 'direct' || raw === 'group' || raw === 'channel') return raw;
   return typeof raw === 'string' ? PEER_KINDS[raw.trim().toLowerCase()] : undefined;
 }
 
@@ -55,13 +58,16 @@ export function normalizePeer(raw: unknown, path: string, code: InputErrorCode =
   return { kind, id };
 }
 
+/** Most inputs name no roles: one shared empty list rather than one each. */
+const NO_ROLES: readonly string[] = Object.freeze([]);
+
 /**
  * Member role ids exactly as given (OpenClaw compares them untrimmed, and any non-empty list
  * counts for the guild+roles tier); numbers are stringified, null items skipped, anything else
  * is a typed error.
  */
-function roleList(raw: unknown, path: string, code: InputErrorCode): string[] {
-  if (raw === undefined || raw === null) return [];
+function roleList(raw: unknown, path: string, code: InputErrorCode): readonly string[] {
+  if (raw === undefined || raw === null || (Array.isArray(raw) && raw.length === 0)) return NO_ROLES;
   if (!Array.isArray(raw)) return fail(code, path, `must be an array of strings, got ${describeType(raw)}`);
   const roles: string[] = [];
   for (let i = 0; i < raw.length; i++) {
@@ -87,27 +93,25 @@ export function normalizeRouteInput(raw: unknown, code: InputErrorCode = 'BAD_IN
   const channel = channelRaw.trim().toLowerCase();
   if (channel === '') fail(code, 'channel', 'must not be blank');
 
+  // Every field is set, absent ones to undefined, in one literal: inputs of every shape then
+  // share one hidden class, and the routing code that reads them stays monomorphic (building
+  // the object field by field gave each combination of fields its own, and cost twice as much).
   const input: RouteInput = {
     channel,
     accountId: normalizeAccountId(optionalText(obj.accountId, 'accountId', code)),
     memberRoleIds: roleList(obj.memberRoleIds, 'memberRoleIds', code),
+    peer: normalizePeer(obj.peer, 'peer', code),
+    parentPeer: normalizePeer(obj.parentPeer, 'parentPeer', code),
+    guildId: optionalText(obj.guildId, 'guildId', code) || undefined,
+    teamId: optionalText(obj.teamId, 'teamId', code) || undefined,
+    threadId: optionalText(obj.threadId, 'threadId', code) || undefined,
   };
-  const peer = normalizePeer(obj.peer, 'peer', code);
-  if (peer) input.peer = peer;
-  const parentPeer = normalizePeer(obj.parentPeer, 'parentPeer', code);
-  if (parentPeer) input.parentPeer = parentPeer;
-  const guildId = optionalText(obj.guildId, 'guildId', code);
-  if (guildId) input.guildId = guildId;
-  const teamId = optionalText(obj.teamId, 'teamId', code);
-  if (teamId) input.teamId = teamId;
-  const threadId = optionalText(obj.threadId, 'threadId', code);
-  if (threadId) input.threadId = threadId;
   if (isTelegramTopic(input) && !input.peer!.id.includes(TOPIC_MARKER)) {
     // OpenClaw makes a Telegram forum topic its own peer, `<chatId>:topic:<threadId>`, with the
     // group as parent peer: a binding on the group still applies (parent tier), and the key is
     // `…:group:<chatId>:topic:<threadId>` (no thread suffix).
     input.parentPeer ??= { kind: 'group', id: input.peer!.id };
-    input.peer = { kind: 'group', id: `${input.peer!.id}${TOPIC_MARKER}${threadId}` };
+    input.peer = { kind: 'group', id: `${input.peer!.id}${TOPIC_MARKER}${input.threadId}` };
   }
   return input;
 }

@@ -15,7 +15,7 @@ export interface RouteInput {
   parentPeer?: Peer;
   guildId?: string;
   teamId?: string;
-  memberRoleIds: string[];
+  memberRoleIds: readonly string[];
   threadId?: string;
 }
 
