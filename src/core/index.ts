@@ -8,7 +8,7 @@ export * from './ndjson.js';
 export * from './state-dir.js';
 export { inPool } from './pool.js';
 export { MAX_TIMER_MS, timerDelay } from './timers.js';
-export { sha256Base64url } from './digest.js';
+export { nodeCrypto, sha256Base64url } from './digest.js';
 export { newUuid } from './uuid.js';
 export { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, RECENT_ID_MAX_CHARS, duplicateKey, legacyIdKey, mergeRecentIds, readRecentIds, recentIdLine, withoutRecentIds, writeRecentIds, type DuplicateRoute, type RecentId } from './recent-ids.js';
 export { packageRoot } from './package-root.js';

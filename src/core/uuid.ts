@@ -8,7 +8,7 @@
 // them. This writes the characters into a buffer and takes them as one string. The randomness is
 // the same (the CSPRNG, drawn in blocks as node's own cache does).
 
-import { randomFillSync } from 'node:crypto';
+import { nodeCrypto } from './digest.js';
 
 const UUIDS_PER_DRAW = 256;
 const random = Buffer.alloc(16 * UUIDS_PER_DRAW);
@@ -22,7 +22,7 @@ const DASH = 0x2d;
 /** A random UUID (RFC 4122 version 4, lower case), like crypto.randomUUID(). */
 export function newUuid(): string {
   if (next === UUIDS_PER_DRAW) {
-    randomFillSync(random);
+    nodeCrypto().randomFillSync(random);
     next = 0;
   }
   const offset = 16 * next++;

@@ -57,12 +57,11 @@
 // Lock timing deliberately uses the real wall clock (core's systemClock), never an injected `--now`
 // clock: ages are compared with file mtimes and with other processes' records.
 
-import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { errnoOf, ioError, killProcessSession, readProcStat, systemClock } from '../core/index.js';
+import { errnoOf, ioError, killProcessSession, nodeCrypto, readProcStat, systemClock } from '../core/index.js';
 import { STORE_OPEN_FLAGS } from './regular-file.js';
 
 export const DEFAULT_STALE_MS = 10_000;
@@ -156,7 +155,7 @@ export function ownerRecordFor(
 ): LockOwnerRecord {
   return {
     version: 2,
-    lockId: `${process.pid}-${randomBytes(8).toString('hex')}`,
+    lockId: `${process.pid}-${nodeCrypto().randomBytes(8).toString('hex')}`,
     pid: process.pid,
     hostname: HOSTNAME,
     processStartTime: PROCESS_START_TIME,
@@ -320,7 +319,7 @@ export function mayTakeOver(seen: LockInfo, policy: TakeoverPolicy): boolean {
 
 function tombstonePath(lockPath: string): string {
   // no `.lock` suffix, so listLocks never reports a tombstone; same folder, so rename is atomic
-  return `${lockPath}-gone-${process.pid}-${randomBytes(6).toString('hex')}`;
+  return `${lockPath}-gone-${process.pid}-${nodeCrypto().randomBytes(6).toString('hex')}`;
 }
 
 /** Holder side: removes the lock directory only if it still carries our lockId. */

@@ -16,10 +16,9 @@
 //
 //   {"version": 1, "sessions": {"<sessionKey>": {"sessionId": "…", "recentMessageIds": "<ms> <id>\n…"}}}
 
-import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DUPLICATE_WINDOW_MS, errnoOf, ioError, mergeRecentIds, readRecentIds } from '../core/index.js';
+import { DUPLICATE_WINDOW_MS, errnoOf, ioError, mergeRecentIds, nodeCrypto, readRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { FILE_MODE } from './paths.js';
 import { notRegularFileError } from './regular-file.js';
@@ -132,7 +131,7 @@ export async function keepRemovedMemories(fs: StoreFileSystem, storePath: string
   // A temp renamed over the name, which replaces whatever is there — a link or FIFO put in its
   // place included — without opening or following it: a derived file that cannot be written
   // would fail a batch after its records are down.
-  const temp = `${file}.${randomBytes(4).readUInt32BE(0)}`;
+  const temp = `${file}.${nodeCrypto().randomBytes(4).readUInt32BE(0)}`;
   try {
     await fs.createExclusive(temp, FILE_MODE);
     await fs.writeWholeFile(temp, Buffer.from(`${JSON.stringify(body)}\n`, 'utf8'));

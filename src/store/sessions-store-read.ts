@@ -3,9 +3,8 @@
 // that entry's problem, see NotAnObjectEntry), the serialiser, the
 // lock-free reader, and the STORE_CORRUPT / IO errors the whole store path reports.
 
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { SwitchboardError, errnoOf } from '../core/index.js';
+import { SwitchboardError, errnoOf, nodeCrypto } from '../core/index.js';
 import { asStoredEntry, type SessionStore } from './session-entry.js';
 import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
 
@@ -116,7 +115,7 @@ export function parseSessionStore(bytes: Uint8Array, storePath: string): Session
  */
 export function serializeSessionStore(store: SessionStore, keepNonFinite = false): string {
   if (!keepNonFinite) return `${JSON.stringify(store, null, 2)}\n`;
-  const tag = `\u0000non-finite-${randomUUID()}`;
+  const tag = `\u0000non-finite-${nodeCrypto().randomUUID()}`;
   const text = JSON.stringify(store, (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? `${tag}${value > 0 ? '+' : '-'}` : value), 2);
   return `${text.replaceAll(JSON.stringify(`${tag}+`), '1e999').replaceAll(JSON.stringify(`${tag}-`), '-1e999')}\n`;
 }

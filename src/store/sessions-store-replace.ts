@@ -3,9 +3,8 @@
 // that the lock and the file are still ours), and the STORE_BUSY "replaced" conflict that makes
 // the update path retry a batch. sessions-store.ts drives it; nothing else writes the file.
 
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { SwitchboardError, errnoOf } from '../core/index.js';
+import { SwitchboardError, errnoOf, nodeCrypto } from '../core/index.js';
 import type { LockHandle } from './lock.js';
 import { FILE_MODE, resolveInside } from './paths.js';
 import { ioError, readStoreBytes } from './sessions-store-read.js';
@@ -137,7 +136,7 @@ export async function replaceStoreFile(fs: StoreFileSystem, storePath: string, t
 async function createTempNextTo(fs: StoreFileSystem, storePath: string): Promise<string> {
   const dir = path.dirname(storePath);
   for (let attempt = 1; ; attempt += 1) {
-    const tempPath = resolveInside(dir, `${path.basename(storePath)}.${randomBytes(4).readUInt32BE(0)}`);
+    const tempPath = resolveInside(dir, `${path.basename(storePath)}.${nodeCrypto().randomBytes(4).readUInt32BE(0)}`);
     try {
       await fs.createExclusive(tempPath, FILE_MODE);
       return tempPath;
