@@ -1,7 +1,7 @@
 // The binding index a route is resolved with: per channel, one lookup per tier finds a chain of
 // candidate bindings in config order. Built once per config by compileRoutingTable.
 
-import type { CompiledBinding } from './routing-table.js';
+import type { CompiledBinding, RouteTarget } from './routing-table.js';
 
 /** The account code of a `*` binding: it fits every input account. */
 export const ANY_ACCOUNT = -1;
@@ -22,6 +22,9 @@ export const CROWDED = 16;
  */
 export interface IndexNode {
   binding: CompiledBinding;
+  /** The binding's position in the config and its target, read here so a route never loads the binding. */
+  index: number;
+  target: RouteTarget;
   /** The tier the binding competes in (a guild chain holds tiers 4 and 5). */
   tier: number;
   /** The code of its account pattern (BindingIndex.accountCodes), or ANY_ACCOUNT. */
@@ -101,6 +104,8 @@ export interface BindingIndex {
 function nodeOf(binding: CompiledBinding, account: number, next: IndexNode | undefined): IndexNode {
   return {
     binding,
+    index: binding.index,
+    target: binding.target,
     tier: binding.tier,
     account,
     constrained: binding.guildId !== undefined || binding.teamId !== undefined || binding.roles.length > 0,

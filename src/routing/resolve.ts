@@ -2,7 +2,7 @@
 // explainRoute walks every binding of the channel with the same predicates to say why each lost.
 
 import { SwitchboardError } from '../core/index.js';
-import type { CompiledBinding, RoutingTable } from './routing-table.js';
+import type { CompiledBinding, RouteTarget, RoutingTable } from './routing-table.js';
 import { peerClassOf } from './routing-table.js';
 import { ANY_ACCOUNT, KEY_KIND, UNKNOWN_ACCOUNT, mayHold, type ChannelIndex, type IndexNode } from './binding-index.js';
 import { buildSessionKey, type SessionKeyParams } from './session-key.js';
@@ -107,19 +107,21 @@ function constraintRejection(binding: CompiledBinding, input: RouteInput): strin
 export interface AgentSelection {
   matchedBy: MatchedBy;
   binding?: CompiledBinding;
+  /** The binding's target, set with it: what the route is built from, without loading the binding. */
+  target?: RouteTarget;
 }
 
-/** The first binding of a chain in `tier` whose account fits (its own or `*`) and whose constraints hold. */
-function scanChain(node: IndexNode | undefined, tier: number, account: number, input: RouteInput): CompiledBinding | undefined {
+/** The node of the first binding of a chain in `tier` whose account fits (its own or `*`) and whose constraints hold. */
+function scanChain(node: IndexNode | undefined, tier: number, account: number, input: RouteInput): IndexNode | undefined {
   for (; node !== undefined; node = node.next) {
     if (node.tier !== tier || (node.account !== account && node.account !== ANY_ACCOUNT)) continue;
-    if (!node.constrained || failedConstraint(node.binding, input) === undefined) return node.binding;
+    if (!node.constrained || failedConstraint(node.binding, input) === undefined) return node;
   }
   return undefined;
 }
 
 /** scanChain, using a crowded chain's split so only the input's account and `*` are scanned. */
-function firstPassing(head: IndexNode | undefined, tier: number, account: number, input: RouteInput): CompiledBinding | undefined {
+function firstPassing(head: IndexNode | undefined, tier: number, account: number, input: RouteInput): IndexNode | undefined {
   if (head === undefined) return undefined;
   if (head.split === undefined) return scanChain(head, tier, account, input);
   const fromExact = account === UNKNOWN_ACCOUNT ? undefined : scanChain(head.split.get(account), tier, account, input);
@@ -134,6 +136,10 @@ function exactPeer(channel: ChannelIndex, peer: Peer): IndexNode | undefined {
 
 const DEFAULT_SELECTION: AgentSelection = Object.freeze({ matchedBy: 'default' });
 
+function selected(matchedBy: MatchedBy, node: IndexNode): AgentSelection {
+  return { matchedBy, binding: node.binding, target: node.target };
+}
+
 /**
  * Picks the agent: the first tier with a match wins; inside a tier, the first binding in config
  * order. Written out tier by tier, with the skip rules of TIERS (which explain walks): it runs
@@ -144,38 +150,38 @@ export function selectAgent(table: RoutingTable, input: RouteInput): AgentSelect
   if (channel === undefined) return DEFAULT_SELECTION;
   const account = table.index.accountCodes.get(input.accountId) ?? UNKNOWN_ACCOUNT;
   const { peer, parentPeer, guildId, teamId } = input;
-  let binding: CompiledBinding | undefined;
+  let node: IndexNode | undefined;
   if (peer !== undefined) {
-    binding = firstPassing(exactPeer(channel, peer), 1, account, input);
-    if (binding !== undefined) return { matchedBy: 'binding.peer', binding };
+    node = firstPassing(exactPeer(channel, peer), 1, account, input);
+    if (node !== undefined) return selected('binding.peer', node);
   }
   if (parentPeer !== undefined && parentPeer.id) {
-    binding = firstPassing(exactPeer(channel, parentPeer), 1, account, input);
-    if (binding !== undefined) return { matchedBy: 'binding.peer.parent', binding };
+    node = firstPassing(exactPeer(channel, parentPeer), 1, account, input);
+    if (node !== undefined) return selected('binding.peer.parent', node);
   }
   if (peer !== undefined) {
-    binding = firstPassing(peer.kind === 'direct' ? channel.peerWildcard.direct : channel.peerWildcard.group, 3, account, input);
-    if (binding !== undefined) return { matchedBy: 'binding.peer.wildcard', binding };
+    node = firstPassing(peer.kind === 'direct' ? channel.peerWildcard.direct : channel.peerWildcard.group, 3, account, input);
+    if (node !== undefined) return selected('binding.peer.wildcard', node);
   }
   if (guildId) {
     const chain = mayHold(channel, KEY_KIND.guild, guildId) ? channel.guild.get(guildId) : undefined;
     if (input.memberRoleIds.length > 0) {
-      binding = firstPassing(chain, 4, account, input);
-      if (binding !== undefined) return { matchedBy: 'binding.guild+roles', binding };
+      node = firstPassing(chain, 4, account, input);
+      if (node !== undefined) return selected('binding.guild+roles', node);
     }
-    binding = firstPassing(chain, 5, account, input);
-    if (binding !== undefined) return { matchedBy: 'binding.guild', binding };
+    node = firstPassing(chain, 5, account, input);
+    if (node !== undefined) return selected('binding.guild', node);
   }
   if (teamId) {
-    binding = firstPassing(mayHold(channel, KEY_KIND.team, teamId) ? channel.team.get(teamId) : undefined, 6, account, input);
-    if (binding !== undefined) return { matchedBy: 'binding.team', binding };
+    node = firstPassing(mayHold(channel, KEY_KIND.team, teamId) ? channel.team.get(teamId) : undefined, 6, account, input);
+    if (node !== undefined) return selected('binding.team', node);
   }
   if (account !== UNKNOWN_ACCOUNT) {
-    binding = firstPassing(channel.plainByAccount.get(account), 7, account, input);
-    if (binding !== undefined) return { matchedBy: 'binding.account', binding };
+    node = firstPassing(channel.plainByAccount.get(account), 7, account, input);
+    if (node !== undefined) return selected('binding.account', node);
   }
-  binding = firstPassing(channel.plainWildcard, 8, account, input);
-  if (binding !== undefined) return { matchedBy: 'binding.channel', binding };
+  node = firstPassing(channel.plainWildcard, 8, account, input);
+  if (node !== undefined) return selected('binding.channel', node);
   return DEFAULT_SELECTION;
 }
 
@@ -207,8 +213,8 @@ export function noOwnerError(table: RoutingTable, input: RouteInput, selection: 
  * conversation. NO_OWNER when nobody owns the message.
  */
 export function keyParamsFor(table: RoutingTable, input: RouteInput, selection: AgentSelection): SessionKeyParams {
-  const binding = selection.binding;
-  const agentId = binding && !binding.usesOwner ? binding.agentId : table.owner;
+  const target = selection.target;
+  const agentId = target && !target.usesOwner ? target.agentId : table.owner;
   if (agentId === undefined) throw noOwnerError(table, input, selection);
   // The matched binding's own scope wins; the default tier has no binding and uses the global one.
   const current = table.generation === 'entries';
@@ -217,8 +223,8 @@ export function keyParamsFor(table: RoutingTable, input: RouteInput, selection: 
     channel: input.channel,
     accountId: input.accountId,
     peer: input.peer,
-    dmScope: binding?.session?.dmScope ?? table.dmScope,
-    groupScope: current ? (binding?.session?.groupScope ?? table.groupScope) : undefined,
+    dmScope: target?.session?.dmScope ?? table.dmScope,
+    groupScope: current ? (target?.session?.groupScope ?? table.groupScope) : undefined,
     mainKey: table.mainKey,
     identityLinks: table.identityLinks,
     threadId: isTelegramTopic(input) ? undefined : input.threadId,
@@ -265,7 +271,7 @@ function candidateRejection(binding: CompiledBinding, rule: TierRule, input: Rou
 
 /** How a binding appears in the trace: added section bindings say which `channels` key added them. */
 function candidateOf(binding: CompiledBinding): Pick<TraceCandidate, 'index' | 'agentId' | 'match' | 'origin'> {
-  return { index: binding.index, agentId: binding.agentId, match: binding.match, ...(binding.section !== undefined ? { origin: `channels.${binding.section}` } : {}) };
+  return { index: binding.index, agentId: binding.target.agentId, match: binding.match, ...(binding.section !== undefined ? { origin: `channels.${binding.section}` } : {}) };
 }
 
 export interface RouteExplanation extends RouteResolution {
@@ -291,7 +297,7 @@ export function explainRoute(table: RoutingTable, input: RouteInput): RouteExpla
           const reason = candidateRejection(binding, rule, input);
           if (reason === undefined) {
             candidate.result = 'matched';
-            winner = { matchedBy: rule.matchedBy, binding };
+            winner = { matchedBy: rule.matchedBy, binding, target: binding.target };
           } else {
             candidate.result = 'rejected';
             candidate.reason = reason;
@@ -312,6 +318,6 @@ export function explainRoute(table: RoutingTable, input: RouteInput): RouteExpla
     candidates: [],
   });
   // No owner: the trace is the answer to "why", so it travels with the refusal.
-  if ((selection.binding === undefined || selection.binding.usesOwner) && table.owner === undefined) throw noOwnerError(table, input, selection, trace);
+  if ((selection.binding === undefined || selection.binding.target.usesOwner) && table.owner === undefined) throw noOwnerError(table, input, selection, trace);
   return { ...routeFor(table, input, selection), trace };
 }
