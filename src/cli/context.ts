@@ -61,7 +61,7 @@ export class CliContext {
   }
 
   routingTable(): Promise<RoutingTable> {
-    this.table ??= this.config().then((loaded) => compileRoutingTable(loaded.config));
+    this.table ??= this.config().then((loaded) => compileRoutingTable(loaded.config, loaded.warnings));
     return this.table;
   }
 

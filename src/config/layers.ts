@@ -4,13 +4,17 @@
 import os from 'node:os';
 import path from 'node:path';
 import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds } from '../core/index.js';
+import { includeRoots, mayInclude, resolveIncludes, type IncludedFile } from './includes.js';
 import { locateJsonPaths, type TextPosition } from './positions.js';
 import { formatJsonPath } from './validators.js';
 
 export interface ConfigLayer {
   file: string;
   text: string;
+  /** The file's value with its `$include`s resolved. */
   data: Record<string, unknown>;
+  /** The files its `$include`s brought in (their values are part of `data`). */
+  included?: IncludedFile[];
 }
 
 const MAX_DEPTH = 8;
@@ -50,13 +54,16 @@ export function resolveExtends(raw: string, fromFile: string): string {
 }
 
 /**
- * Loads `file` and every file it extends, base first. `read` returns a file's text (NOT_FOUND/IO
- * on failure), `parse` its JSON5 value. A cycle or a chain deeper than 8 files is CONFIG_INVALID.
+ * Loads `file` and every file it extends, base first, each with its `$include`s resolved (inside
+ * its own folder, as OpenClaw resolves them for the file it loads). `read` returns a file's text
+ * (NOT_FOUND/IO on failure), `parse` its JSON5 value. A cycle or a chain deeper than 8 files is
+ * CONFIG_INVALID.
  */
 export async function loadLayers(
   file: string,
   read: (file: string, why: string) => string,
   parse: (text: string, label: string) => Promise<unknown>,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<ConfigLayer[]> {
   const chain: ConfigLayer[] = [];
   let current = file;
@@ -69,10 +76,15 @@ export async function loadLayers(
     }
     if (chain.length >= MAX_DEPTH) throw new SwitchboardError('CONFIG_INVALID', `${file}: more than ${MAX_DEPTH} files chained by "extends"`, { details: { path: 'extends' } });
     const text = read(current, why);
-    const data = await parse(text, current);
+    let data = await parse(text, current);
     // Every walk over a config (schema, merge, origins, `config show`) recurses: a value nested
     // thousands of levels deep would overflow the stack. No real config comes near the cap.
     if (jsonDepthExceeds(data)) throw tooDeep(current, text, data);
+    let included: IncludedFile[] | undefined;
+    if (mayInclude(text)) {
+      included = [];
+      data = await resolveIncludes(data, current, { roots: includeRoots(current, env), parse, included });
+    }
     if (!isRecord(data)) {
       // The schema reports a non-object config with its own message; a base would be dropped by the merge.
       if (chain.length > 0) {
@@ -80,10 +92,10 @@ export async function loadLayers(
           details: { file: current },
         });
       }
-      chain.push({ file: current, text, data: data as Record<string, unknown> });
+      chain.push({ file: current, text, data: data as Record<string, unknown>, included });
       break;
     }
-    chain.push({ file: current, text, data });
+    chain.push({ file: current, text, data, included });
     if (data.extends === undefined) break;
     if (typeof data.extends !== 'string' || data.extends.trim() === '') {
       throw new SwitchboardError('CONFIG_INVALID', `${current}: extends: must name the OpenClaw config file this one builds on`, { details: { path: 'extends' } });
@@ -129,30 +141,49 @@ export function mergeLayers(layers: ConfigLayer[]): { data: Record<string, unkno
   return { data, origins };
 }
 
-/** Where a path sits: the last layer that has it, else the nearest ancestor in the top layer. */
-export function layeredPosition(layers: ConfigLayer[], positions: Map<string, TextPosition>[], jsonPath: string): { file: string; at?: TextPosition } {
+/** A text a config path may be written in, with its positions. */
+interface PositionSource {
+  file: string;
+  positions: Map<string, TextPosition>;
+}
+
+/**
+ * The texts a config's paths are written in, searched in this order: the layers, last first, then
+ * the files single `$include`s brought in (a list of includes is merged, joining arrays, so its
+ * files' own positions no longer name the merged items).
+ */
+function positionSources(layers: ConfigLayer[]): PositionSource[] {
+  const sources: PositionSource[] = [];
+  for (let i = layers.length - 1; i >= 0; i--) sources.push({ file: layers[i].file, positions: locateJsonPaths(layers[i].text) });
   for (let i = layers.length - 1; i >= 0; i--) {
-    const at = positions[i].get(jsonPath);
-    if (at) return { file: layers[i].file, at };
+    for (const included of [...(layers[i].included ?? [])].reverse()) {
+      if (included.single) sources.push({ file: included.file, positions: locateJsonPaths(included.text, included.at) });
+    }
   }
+  return sources;
+}
+
+/** Where a path sits: the first source that has it, else its nearest ancestor that one has. */
+function positionOfPath(sources: PositionSource[], fallbackFile: string, jsonPath: string): { file: string; at?: TextPosition } {
   let current = jsonPath;
   for (;;) {
-    for (let i = layers.length - 1; i >= 0; i--) {
-      const at = positions[i].get(current);
-      if (at) return { file: layers[i].file, at };
+    for (const source of sources) {
+      const at = source.positions.get(current);
+      if (at) return { file: source.file, at };
     }
     const cut = Math.max(current.lastIndexOf('.'), current.lastIndexOf('['));
-    if (cut <= 0) return { file: layers[layers.length - 1].file };
+    if (cut <= 0) return { file: fallbackFile };
     current = current.slice(0, cut);
   }
 }
 
 /** `path: problem` lines named by the file, line and column where that path is written. */
 export function locateLayeredProblems(layers: ConfigLayer[], problems: string[]): string[] {
-  const positions = layers.map((layer) => locateJsonPaths(layer.text));
+  const sources = positionSources(layers);
+  const top = layers[layers.length - 1].file;
   return problems.map((problem) => {
     const jsonPath = problem.slice(0, Math.max(0, problem.indexOf(': ')));
-    const { file, at } = jsonPath === '' ? { file: layers[layers.length - 1].file, at: undefined } : layeredPosition(layers, positions, jsonPath);
+    const { file, at } = jsonPath === '' ? { file: top, at: undefined } : positionOfPath(sources, top, jsonPath);
     return at ? `${file}:${at.line}:${at.column}: ${problem}` : `${file}: ${problem}`;
   });
 }

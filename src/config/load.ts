@@ -3,10 +3,12 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, describeFileKind, fileKindOf, packageRoot } from '../core/index.js';
+import { SwitchboardError, packageRoot } from '../core/index.js';
+import { ConfigFileProblem, readConfigText } from './read-file.js';
 import type { SwitchboardConfig } from './types.js';
 import { checkCurrentFormat, configGeneration } from './openclaw-format.js';
 import { loadLayers, locateLayeredProblems, mergeLayers, type ConfigLayer } from './layers.js';
+import { mayReferenceEnv, substituteEnvReferences, substitutionEnv } from './env-substitution.js';
 import { describeSchemaErrors, jsonPathOf, schemaValidator } from './validators.js';
 
 export type ConfigSource = 'flag' | 'env' | 'state-dir' | 'openclaw' | 'none';
@@ -20,6 +22,8 @@ export interface LoadedConfig {
   /** For each leaf path the file its value came from (only when several files are layered). */
   origins?: Map<string, string>;
   source: ConfigSource;
+  /** What loading noticed without refusing the file (a `${VAR}` that is not set). */
+  warnings: string[];
 }
 
 export interface LocateOptions {
@@ -111,46 +115,38 @@ export function configProblems(label: string, problems: string[], layers: Config
 /** Far beyond any real config (OpenClaw's are a few KB; P1's 10 000 bindings are 1 MB). */
 const MAX_CONFIG_BYTES = 64 * 1024 * 1024;
 
-/**
- * A config file's text. Opened non-blocking and checked to be a regular file of bounded size
- * first: a FIFO would wait for a writer forever (deaf to SIGTERM, since the read blocks the
- * event loop), and `/dev/zero` would be read until memory ran out.
- */
+/** A config file's text (the config or a file it extends), with its problems as typed errors. */
 function readConfigFile(file: string, why: string, source: ConfigSource): string {
-  let fd: number | undefined;
   try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-    const stat = fs.fstatSync(fd);
-    if (!stat.isFile()) {
-      throw new SwitchboardError('IO', `cannot read config ${file}: it is ${describeFileKind(fileKindOf(stat))}, not a regular file`, { hint: 'point --config (or extends) at a JSON or JSON5 file' });
-    }
-    if (stat.size > MAX_CONFIG_BYTES) {
-      throw new SwitchboardError('CONFIG_INVALID', `config ${file} is ${stat.size} bytes, more than the ${MAX_CONFIG_BYTES} a config may be`, { details: { file } });
-    }
-    return fs.readFileSync(fd, 'utf8');
+    return readConfigText(file, MAX_CONFIG_BYTES);
   } catch (err) {
-    if (err instanceof SwitchboardError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') {
+    if (!(err instanceof ConfigFileProblem)) throw err;
+    if (err.kind === 'missing') {
       const hint = why !== 'config' ? `${why} names a file that does not exist` : source === 'env' ? 'SWITCHBOARD_CONFIG names a file that does not exist' : 'check the --config path';
       throw new SwitchboardError('NOT_FOUND', `config file not found: ${file}`, { hint });
     }
-    throw new SwitchboardError('IO', `cannot read config ${file}: ${(err as Error).message}`, { cause: err });
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
+    if (err.kind === 'too-large') throw new SwitchboardError('CONFIG_INVALID', `config ${file} is ${err.size} bytes, more than the ${MAX_CONFIG_BYTES} a config may be`, { details: { file } });
+    if (err.kind === 'not-regular') throw new SwitchboardError('IO', `cannot read config ${file}: ${err.message}`, { hint: 'point --config (or extends) at a JSON or JSON5 file' });
+    throw new SwitchboardError('IO', `cannot read config ${file}: ${err.message}`, { cause: err });
   }
 }
 
 export async function loadConfig(options: LocateOptions): Promise<LoadedConfig> {
   const located = locateConfig(options);
-  if (!located.path) return { config: {}, path: null, source: 'none', layers: [] };
-  const layers = await loadLayers(located.path, (file, why) => readConfigFile(file, why, located.source), parseText);
-  if (layers.length === 1) {
-    const [only] = layers;
-    return { config: validateConfigData(only.data, located.path, layers), path: located.path, layers, source: located.source };
-  }
-  const { data, origins } = mergeLayers(layers);
-  return { config: validateConfigData(data, located.path, layers), path: located.path, layers, origins, source: located.source };
+  if (!located.path) return { config: {}, path: null, source: 'none', layers: [], warnings: [] };
+  const env = options.env ?? process.env;
+  const layers = await loadLayers(located.path, (file, why) => readConfigFile(file, why, located.source), parseText, env);
+  const { data, origins } = layers.length === 1 ? { data: layers[0].data, origins: undefined } : mergeLayers(layers);
+  const { config, warnings } = withEnvReferences(data, layers, env, options.stateDir);
+  return { config: validateConfigData(config, located.path, layers), path: located.path, layers, ...(origins ? { origins } : {}), source: located.source, warnings };
+}
+
+/** `${VAR}` references replaced, as OpenClaw does before it validates; skipped when no text of the config holds one. */
+function withEnvReferences(data: unknown, layers: ConfigLayer[], env: NodeJS.ProcessEnv, stateDir: string): { config: unknown; warnings: string[] } {
+  const texts = layers.flatMap((layer) => [layer.text, ...(layer.included ?? []).map((included) => included.text)]);
+  if (data === null || typeof data !== 'object' || Array.isArray(data) || !texts.some(mayReferenceEnv)) return { config: data, warnings: [] };
+  const record = data as Record<string, unknown>;
+  return substituteEnvReferences(record, substitutionEnv(record, env, stateDir));
 }
 
 interface SchemaNode {

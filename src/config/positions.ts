@@ -10,8 +10,11 @@ export interface TextPosition {
 
 const IDENTIFIER = /[A-Za-z0-9_$\u0080-\uffff\\]/;
 
-/** JSON path (as `formatJsonPath` writes it) → position of its key, or of the value for array items. */
-export function locateJsonPaths(text: string): Map<string, TextPosition> {
+/**
+ * JSON path (as `formatJsonPath` writes it) → position of its key, or of the value for array items.
+ * `prefix`: where the text's value sits in the config (an included file's), put before every path.
+ */
+export function locateJsonPaths(text: string, prefix: readonly string[] = []): Map<string, TextPosition> {
   const lineStarts = [0];
   for (let k = 0; k < text.length; k++) if (text[k] === '\n') lineStarts.push(k + 1);
   const positionOf = (index: number): TextPosition => {
@@ -28,7 +31,7 @@ export function locateJsonPaths(text: string): Map<string, TextPosition> {
   let i = 0;
   // The last occurrence of a key wins, as in JSON.parse and JSON5: its value is the one checked.
   const record = (segments: string[], at: number) => {
-    out.set(formatJsonPath(segments), positionOf(at));
+    out.set(formatJsonPath(prefix.length === 0 ? segments : [...prefix, ...segments]), positionOf(at));
   };
   const skipSpace = (): void => {
     while (i < text.length) {

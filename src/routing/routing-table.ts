@@ -171,14 +171,16 @@ function unknownAgent(path: string, raw: unknown, rosterName: string, known: Ite
 
 /**
  * Builds the routing table. A binding to an agent the roster does not define is CONFIG_INVALID.
+ * `loadWarnings` (the loaded config's own) come first in the table's warnings.
  * `agents.list` configs route as OpenClaw's JSON-store releases; `agents.entries` configs as
  * OpenClaw 2026.9.6 does after loading (explicit owners, per-binding scope, groupScope, no mainKey).
  */
-export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
+export function compileRoutingTable(config: SwitchboardConfig, loadWarnings: readonly string[] = []): RoutingTable {
   const generation = configGeneration(config);
   const current = generation === 'entries';
   const roster = current ? entriesRoster(config) : listRoster(config);
-  const warnings = [...roster.warnings];
+  // What loading the file noticed (a `${VAR}` left as written) is said wherever routing warnings are.
+  const warnings = [...loadWarnings, ...roster.warnings];
   const knownAgents = new Set(roster.agents.map((agent) => agent.id));
   const session = config.session ?? {};
   const dmScope: DmScope = DM_SCOPES.includes(session.dmScope as DmScope) ? (session.dmScope as DmScope) : 'main';
@@ -191,13 +193,15 @@ export function compileRoutingTable(config: SwitchboardConfig): RoutingTable {
   const targets = new Map<string, RouteTarget>();
   const configured = Array.isArray(config.bindings) ? config.bindings : [];
   configured.forEach((raw, i) => {
-    if (current && raw?.type === 'acp') return; // acp bindings attach a runtime to a conversation; they never route
+    // acp bindings attach a runtime to a conversation; they never route, in either generation
+    // (OpenClaw 2026.7.1 leaves them out of its route bindings as 2026.9.6 does).
+    if (raw?.type === 'acp') return;
     const rawId = typeof raw?.agentId === 'string' ? raw.agentId.trim() : '';
     let agentId: string;
     let usesOwner = false;
     if (!current) {
-      if (raw?.session !== undefined || raw?.type !== undefined) {
-        warnings.push(`bindings[${i}]: "session" and "type" are OpenClaw 2026.9.6 keys, honoured only with agents.entries; ignored with agents.list`);
+      if (raw?.session !== undefined) {
+        warnings.push(`bindings[${i}]: "session" is an OpenClaw 2026.9.6 key, honoured only with agents.entries; ignored with agents.list`);
       }
       agentId = normalizeAgentId(raw?.agentId);
       if (knownAgents.size > 0 && !knownAgents.has(agentId)) throw unknownAgent(`bindings[${i}].agentId`, raw?.agentId, 'agents.list', knownAgents);

@@ -469,3 +469,17 @@ describe('telegram forum topics (issue 12, item 3)', () => {
     assert.equal(exact.matchedBy, 'binding.peer');
   });
 });
+
+describe('acp bindings', () => {
+  test('never route, with agents.list as with agents.entries (OpenClaw 2026.7.1 leaves them out of its route bindings too)', () => {
+    const acp = { type: 'acp', agentId: 'work', match: { channel: 'discord', peer: { kind: 'channel', id: 'c5' } }, acp: { mode: 'persistent' } } as const;
+    const list = route({ agents, bindings: [acp as never] }, { channel: 'discord', peer: { kind: 'channel', id: 'c5' } });
+    assert.equal(list.route.agentId, 'main');
+    assert.equal(list.route.matchedBy, 'default');
+    const entries = route(
+      { agents: { ownership: 'explicit', defaults: { systemAgent: { agentId: 'main' } }, entries: { main: {}, work: {} } }, bindings: [acp as never] },
+      { channel: 'discord', peer: { kind: 'channel', id: 'c5' } },
+    );
+    assert.equal(entries.route.matchedBy, 'default');
+  });
+});

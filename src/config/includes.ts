@@ -1,0 +1,158 @@
+// `$include` in an OpenClaw config: a key that pulls other files into the object holding it, as
+// OpenClaw's loader does before it validates (docs: gateway/configuration, "Split config into
+// multiple files"). Facts kept from OpenClaw 2026.9.6:
+//
+// * `$include: "./file.json5"` replaces the object holding it with the file's value;
+//   `$include: ["a.json5", "b.json5"]` deep-merges the files in order (later wins).
+// * Sibling keys next to `$include` are merged over what was included, which must then be an object.
+// * The merge joins arrays (a later file's bindings come after an earlier one's), merges objects
+//   key by key and lets the later scalar win; `__proto__`, `prototype` and `constructor` are dropped.
+// * Paths are relative to the file that names them; they must stay inside the top config file's
+//   folder (or a folder listed in OPENCLAW_INCLUDE_ROOTS), also once symbolic links are followed.
+// * Included files may include others, 10 levels deep at most, never in a cycle; each must be a
+//   regular file of at most 2 MiB with no other hard link; `$include` works inside arrays too.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { SwitchboardError, jsonDepthExceeds } from '../core/index.js';
+import { ConfigFileProblem, readConfigText } from './read-file.js';
+
+const INCLUDE_KEY = '$include';
+const MAX_INCLUDE_DEPTH = 10;
+const MAX_INCLUDE_BYTES = 2 * 1024 * 1024;
+const MAX_INCLUDE_PATH_LENGTH = 4096;
+const BLOCKED_KEYS = new Set(['__proto__', 'prototype', 'constructor']);
+
+/** A file an `$include` brought in, and where in the config its value went. */
+export interface IncludedFile {
+  file: string;
+  text: string;
+  /** The JSON path segments of the object that held the `$include`. */
+  at: string[];
+  /** Whether it was the `$include`'s only file (its value is then the object's, as written). */
+  single: boolean;
+}
+
+export interface IncludeContext {
+  /** Folders an included file may be in: the top config file's, then OPENCLAW_INCLUDE_ROOTS. */
+  roots: string[];
+  parse: (text: string, label: string) => Promise<unknown>;
+  /** Every file included so far, in the order they were read. */
+  included: IncludedFile[];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Whether a config text may hold an `$include` at all: most do not, and need no walk. */
+export function mayInclude(text: string): boolean {
+  return text.includes(INCLUDE_KEY);
+}
+
+/** The folders includes of `configFile` may come from (absolute OPENCLAW_INCLUDE_ROOTS entries only, as OpenClaw takes them). */
+export function includeRoots(configFile: string, env: NodeJS.ProcessEnv): string[] {
+  const extra = (env.OPENCLAW_INCLUDE_ROOTS ?? '').split(path.delimiter).filter((entry) => entry !== '' && path.isAbsolute(entry));
+  return [path.dirname(configFile), ...extra].map((root) => path.normalize(root));
+}
+
+function includeError(file: string, message: string): SwitchboardError {
+  return new SwitchboardError('CONFIG_INVALID', `${file}: $include: ${message}`, {
+    details: { file, path: INCLUDE_KEY },
+    hint: 'fix the $include (paths are relative to the file that names them and must stay in the config folder)',
+  });
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const relative = path.relative(root, candidate);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+function realpathOr(file: string): string {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return file;
+  }
+}
+
+/** Merges `over` into `base` the way OpenClaw's include merge does: arrays joined, objects merged, the later scalar wins. */
+export function mergeIncluded(base: unknown, over: unknown): unknown {
+  if (Array.isArray(base) && Array.isArray(over)) return [...base, ...over];
+  if (!isRecord(base) || !isRecord(over)) return over;
+  const merged: Record<string, unknown> = withoutBlockedKeys(base);
+  for (const [key, value] of Object.entries(over)) {
+    if (BLOCKED_KEYS.has(key)) continue;
+    const current = merged[key];
+    if (isRecord(value)) merged[key] = isRecord(current) ? mergeIncluded(current, value) : withoutBlockedKeys(value);
+    else if (Array.isArray(current) && Array.isArray(value)) merged[key] = [...current, ...value];
+    else merged[key] = value;
+  }
+  return merged;
+}
+
+function withoutBlockedKeys(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) if (!BLOCKED_KEYS.has(key)) out[key] = isRecord(child) ? withoutBlockedKeys(child) : child;
+  return out;
+}
+
+/**
+ * `value` (parsed from `file`) with every `$include` in it resolved. `chain` is the files being
+ * included, outermost first (a cycle is an error), and its length the nesting depth.
+ */
+export async function resolveIncludes(value: unknown, file: string, context: IncludeContext, chain: string[] = [path.normalize(file)], at: string[] = []): Promise<unknown> {
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (let i = 0; i < value.length; i++) out.push(await resolveIncludes(value[i], file, context, chain, [...at, String(i)]));
+    return out;
+  }
+  if (!isRecord(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) {
+    if (key !== INCLUDE_KEY) out[key] = await resolveIncludes(child, file, context, chain, [...at, key]);
+  }
+  if (!Object.hasOwn(value, INCLUDE_KEY)) return out;
+  const names = value[INCLUDE_KEY];
+  let included: unknown;
+  if (typeof names === 'string') {
+    included = await includeFile(names, true, file, context, chain, at);
+  } else if (Array.isArray(names) && names.every((name) => typeof name === 'string')) {
+    included = {};
+    for (const name of names as string[]) included = mergeIncluded(included, await includeFile(name, false, file, context, chain, at));
+  } else {
+    throw includeError(file, `must be a file name or a list of file names, got ${JSON.stringify(names)}`);
+  }
+  if (Object.keys(out).length === 0) return included;
+  if (!isRecord(included)) throw includeError(file, 'keys next to $include need the included file to hold an object');
+  return mergeIncluded(included, out);
+}
+
+async function includeFile(name: string, single: boolean, from: string, context: IncludeContext, chain: string[], at: string[]): Promise<unknown> {
+  if (name.includes('\0')) throw includeError(from, 'a file name cannot contain a NUL character');
+  if (name.length >= MAX_INCLUDE_PATH_LENGTH) throw includeError(from, `a file name must be shorter than ${MAX_INCLUDE_PATH_LENGTH} characters`);
+  const file = path.normalize(path.resolve(path.dirname(from), name));
+  if (file.length >= MAX_INCLUDE_PATH_LENGTH) throw includeError(from, `"${name}" resolves to a path of ${MAX_INCLUDE_PATH_LENGTH} characters or more`);
+  if (!context.roots.some((root) => isInside(root, file))) throw includeError(from, `"${name}" is outside the config folder ${context.roots[0]} (OPENCLAW_INCLUDE_ROOTS can allow more folders)`);
+  if (!context.roots.some((root) => isInside(realpathOr(root), realpathOr(file)))) throw includeError(from, `"${name}" leads outside the config folder through a symbolic link`);
+  if (chain.includes(file)) throw includeError(from, `"${name}" makes a cycle (${[...chain, file].join(' → ')})`);
+  if (chain.length > MAX_INCLUDE_DEPTH) throw includeError(from, `"${name}" nests includes more than ${MAX_INCLUDE_DEPTH} levels deep`);
+  const text = readIncludedFile(file, name, from);
+  const data = await context.parse(text, file);
+  // Every later walk recurses; the top file was checked for this, each included one is too.
+  if (jsonDepthExceeds(data)) throw includeError(file, 'values are nested too deeply');
+  context.included.push({ file, text, at, single });
+  return resolveIncludes(data, file, context, [...chain, file], at);
+}
+
+/** An included file's text: a regular file of at most 2 MiB with no other hard link. */
+function readIncludedFile(file: string, name: string, from: string): string {
+  try {
+    return readConfigText(file, MAX_INCLUDE_BYTES, { refuseHardLinks: true });
+  } catch (err) {
+    if (!(err instanceof ConfigFileProblem)) throw err;
+    if (err.kind === 'missing') throw includeError(from, `"${name}" does not exist (looked for ${file})`);
+    if (err.kind === 'hard-linked') throw includeError(from, `"${name}" has other hard links, and OpenClaw refuses such a file`);
+    throw includeError(from, `cannot read "${name}": ${err.message}`);
+  }
+}
