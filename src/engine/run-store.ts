@@ -40,30 +40,84 @@ export async function recordedRunIds(transcript: string, items: readonly Pick<Qu
   return found;
 }
 
+/** What became of a turn's claim when its runner was about to start. */
+export type ClaimCommit = 'committed' | 'failed' | 'lost';
+
 /**
  * After the turn's user record (and the outbox items `outboxIds`) are on disk, right before its
- * runner starts: its claimed items leave the queue, those outbox items the outbox. False when
+ * runner starts: its claimed items leave the queue, those outbox items the outbox. `failed` when
  * this update failed: the run does not start, and its release removes the items (the outbox
  * items are appended again by a later holder: a repeated note, never a lost one). If the process
  * dies first, the next owner finds the items claimed, finds their record, and runs them without
- * recording them again.
+ * recording them again. `lost` when the run (`runId`) no longer holds the session's claim: its
+ * process was frozen past staleMs and another one judged it dead; nothing changes, and no runner
+ * may start — the claim is the takeover's now (see giveBackClaim).
  */
-export async function commitClaim(ctx: EngineContext, ref: SessionRef, runId: string | undefined, outboxIds: readonly string[] = []): Promise<boolean> {
+export async function commitClaim(ctx: EngineContext, ref: SessionRef, runId: string | undefined, outboxIds: readonly string[] = []): Promise<ClaimCommit> {
   try {
-    await updateStore(ctx, ref.location, (store) => {
+    return await updateStore(ctx, ref.location, (store): ClaimCommit => {
       const entry = store[ref.sessionKey] as QueuedEntry | undefined;
-      if (!entry) return;
+      if (!entry) return 'committed';
+      if (runId !== undefined && !holdsClaim(entry, runId)) return 'lost';
       const queue = queueOf(entry);
       const rest = runId === undefined ? queue : queue.filter((item) => item.claimedBy !== runId);
       const dropped = dropOutbox(entry, outboxIds);
-      if (rest.length === queue.length && !dropped) return;
+      if (rest.length === queue.length && !dropped) return 'committed';
       setQueue(entry, rest);
       entry.updatedAt = ctx.clock.now();
+      return 'committed';
     });
-    return true;
   } catch {
     // releaseSession takes the items out at the end of the run.
-    return false;
+    return 'failed';
+  }
+}
+
+/** Whether the entry's claim is still this process's run `runId` (not cleared, not taken over). */
+function holdsClaim(entry: QueuedEntry, runId: string): boolean {
+  return entry.activeRun !== undefined && entry.activeRun.runId === runId && isThisProcess(entry.activeRun);
+}
+
+/**
+ * What the entry, read by a run once it has the session lock, says of its claim: `held`; `lost`
+ * when the instance is the same and the claim was cleared as a dead run's (its process frozen
+ * past staleMs with the lock) or taken over with its items — the turn goes back for the
+ * takeover (giveBackClaim); `superseded` when the session was reset, removed or is another
+ * run's (releaseUnstarted reports it).
+ */
+export function claimOf(entry: QueuedEntry | undefined, sessionId: string, runId: string): 'held' | 'lost' | 'superseded' {
+  if (entry === undefined || entry.sessionId !== sessionId) return 'superseded';
+  if (holdsClaim(entry, runId)) return 'held';
+  return entry.activeRun === undefined || entry.activeRun.runId === runId ? 'lost' : 'superseded';
+}
+
+/**
+ * A run whose claim was cleared before its runner started (its process frozen past staleMs, the
+ * run judged dead by another process) gives its turn back instead of reporting it failed: no
+ * runner saw it. Its claimed items stay claimed, marked as left by it (`orphanedFrom`: their
+ * record may be on disk, so the takeover looks before recording them), and the queue is this
+ * process's again unless a live other one owns it; the next drain takes the claim over and runs
+ * the turn, once. Nothing changes when another run holds the session now: the turn is its own.
+ * A failed write changes nothing either: the claim is left as the other process left it.
+ */
+export async function giveBackClaim(ctx: EngineContext, ref: SessionRef, runId: string): Promise<void> {
+  try {
+    await updateStore(ctx, ref.location, (store) => {
+      const entry = store[ref.sessionKey] as QueuedEntry | undefined;
+      if (!entry || entry.activeRun !== undefined) return;
+      const queue = queueOf(entry).map((item) => {
+        if (item.claimedBy !== runId && item.leasedBy !== runId) return item;
+        const back = { ...item };
+        if (back.claimedBy === runId) back.orphanedFrom ??= runId;
+        if (back.leasedBy === runId) delete back.leasedBy; // never injected: its runner never started
+        return back;
+      });
+      setQueue(entry, queue);
+      if (queue.length > 0 && (!entry.queueOwner || isThisProcess(entry.queueOwner))) entry.queueOwner = ownerRecord(ctx.clock.now());
+      entry.updatedAt = ctx.clock.now();
+    });
+  } catch {
+    // The other process left the claim for the queue's owner (this one): the next drain takes it over.
   }
 }
 

@@ -12,6 +12,7 @@ import { sessionLockOptions, type EngineContext } from './context.js';
 import { acquireLaneSlot, type LaneSlot } from './lanes.js';
 import {
   droppedEventOf,
+  isThisProcess,
   queueOf,
   recordOfItem,
   runFailedRecord,
@@ -23,12 +24,15 @@ import {
   type RunFailedEvent,
   type SessionRef,
 } from './queue-state.js';
-import { commitClaim, commitSteer, recordedRunIds, releaseSession, releaseUnstarted, updateStore } from './run-store.js';
+import { claimOf, commitClaim, commitSteer, giveBackClaim, recordedRunIds, releaseSession, releaseUnstarted, updateStore, type ClaimCommit } from './run-store.js';
 import type { TurnSpec } from './turn-spec.js';
 import { TurnWriter } from './turn-writer.js';
 
 /** Runner events queued for recording before the reading of the runner waits for the writes. */
 const RECORD_BACKLOG = 256;
+
+/** The abort reason of a run whose claim another process cleared (or took) while it was held. */
+const TAKEN_OVER = 'the session was taken over';
 
 export { updateStore };
 
@@ -104,7 +108,7 @@ export class LocalRun {
     if (generationAtRead === undefined) this.generation += 1;
     if (entry === undefined) return;
     if (entry.abortRequested === this.runId) this.abort('abort requested');
-    else if (entry.activeRun?.runId !== this.runId) this.abort('the session was taken over');
+    else if (entry.activeRun?.runId !== this.runId || !isThisProcess(entry.activeRun)) this.abort(TAKEN_OVER);
     const unleased = parkedPrefix(queueOf(entry), this.turn.sessionId).some((item) => item.leasedBy !== this.runId);
     if (unleased && this.abortReason === undefined) void this.lease();
     // Before the run has its lock, the outbox is taken when it starts.
@@ -162,6 +166,8 @@ export class LocalRun {
 
   /** Set when the session no longer named this run's instance and claim once the lock was had. */
   superseded = false;
+  /** Set when the run lost its claim before its runner started: the turn goes back to the queue, unreported. */
+  givenBack = false;
   /** The session write lock the run holds (set by execute). */
   private lock: LockHandle | undefined;
 
@@ -181,9 +187,13 @@ export class LocalRun {
       const { records: outbox, ids: outboxIds, entry, unreadable } = await this.writer.readOutbox();
       // Claimed in the store, then the lock waited for: whoever held it may have reset or deleted
       // the session meanwhile. Its file is then an archive's old name, and writing would make it
-      // again as an orphan holding this turn: the turn is given back instead.
-      if (unreadable !== true && (entry?.sessionId !== turn.sessionId || entry.activeRun?.runId !== turn.runId)) {
-        this.superseded = true;
+      // again as an orphan holding this turn: the turn is given back instead. Or, frozen past
+      // staleMs with the lock, the run was judged dead and its claim cleared: given back too,
+      // unreported, for the takeover (givesBack).
+      const claim = unreadable === true ? 'held' : claimOf(entry, turn.sessionId, turn.runId);
+      if (claim !== 'held') {
+        if (claim === 'lost' && turn.items.length > 0) this.givenBack = true;
+        else this.superseded = true;
         this.finished = true;
         await this.leasing;
         return;
@@ -212,7 +222,9 @@ export class LocalRun {
           this.emit({ type: 'overflow', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, reason: 'cap', dropped: turn.overflow.dropped, summary: turn.overflow.summary });
         }
         const claim = recorded && turn.items.length > 0 ? () => commitClaim(this.ctx, turn.ref, turn.runId) : undefined;
-        end = await this.runOnLane(claim);
+        const ran = await this.runOnLane(claim);
+        if (ran === 'given-back') this.givenBack = true;
+        else end = ran;
       }
     } catch (err) {
       end = { type: 'end', status: 'failed', exitCode: null, signal: null, error: { reason: 'internal', message: toSwitchboardError(err).message } };
@@ -221,23 +233,38 @@ export class LocalRun {
     }
     await committed;
     await this.chain;
+    if (end === undefined) {
+      // Given back (executeTurn hands the claim to the takeover): nothing to report, nothing to release.
+      this.finished = true;
+      await this.leasing;
+      return;
+    }
     await this.finish(end);
   }
 
   /**
-   * Waits for a lane slot (holding the session lock), takes the turn's items out of the queue
-   * (`claim`: false when that store write failed — then no runner starts, so a claimed item
-   * always means one never did), runs the runner, releases the slot.
+   * Whether a run stopped before its runner started gives its turn back instead of failing it:
+   * when it was stopped because its claim was cleared — its process frozen past staleMs, and
+   * judged dead by another one, which left the claimed items for the queue's owner (this
+   * process, alive). No runner saw the turn, so it is not reported; the takeover runs it.
    */
-  private async runOnLane(claim?: () => Promise<boolean>): Promise<RunEndEvent> {
+  private givesBack(): boolean {
+    return this.abortReason === TAKEN_OVER && this.turn.items.length > 0;
+  }
+
+  /**
+   * Waits for a lane slot (holding the session lock), takes the turn's items out of the queue
+   * (`claim`: `failed` when that store write failed — then no runner starts, so a claimed item
+   * always means one never did), runs the runner, releases the slot. `given-back` when the claim
+   * was lost before the runner started (givesBack): no runner starts, nothing is reported.
+   */
+  private async runOnLane(claim?: () => Promise<ClaimCommit>): Promise<RunEndEvent | 'given-back'> {
     const turn = this.turn;
-    const stopped = (): RunEndEvent => ({
-      type: 'end',
-      status: 'aborted',
-      exitCode: null,
-      signal: null,
-      error: { reason: 'aborted', message: `run aborted before it started: ${this.abortReason ?? 'transcript write failed'}` },
-    });
+    const stopped = (): RunEndEvent | 'given-back' => {
+      if (this.givesBack()) return 'given-back';
+      const message = `run aborted before it started: ${this.abortReason ?? 'transcript write failed'}`;
+      return { type: 'end', status: 'aborted', exitCode: null, signal: null, error: { reason: 'aborted', message } };
+    };
     if (this.abortReason !== undefined || this.writer!.failed) return stopped();
     const incognito = isInMemory(turn.transcript);
     const slot: LaneSlot | null = await acquireLaneSlot(this.ctx, turn.lane, {
@@ -251,7 +278,13 @@ export class LocalRun {
     const onSlotLost = (): void => this.abort('the lane slot was lost');
     slot.signal.addEventListener('abort', onSlotLost, { once: true });
     try {
-      if (claim !== undefined && !(await claim())) {
+      const claimed = claim === undefined ? 'committed' : await claim();
+      if (claimed === 'lost') {
+        // Got the slot before it saw the takeover (its poll had not come yet): the same case.
+        this.abort(TAKEN_OVER);
+        return stopped();
+      }
+      if (claimed === 'failed') {
         return { type: 'end', status: 'failed', exitCode: null, signal: null, error: { reason: 'internal', message: 'could not take its messages out of the queue (sessions.json could not be written); not started' } };
       }
       this.emit({
@@ -382,6 +415,8 @@ export async function executeTurn(ctx: EngineContext, host: RunHost, turn: TurnS
     if (run.superseded) {
       await releaseUnstarted(ctx, turn.ref, unstartedOf(run), 'changed', 'the session was reset or removed while this run waited for its lock; nothing of it was written', (event) => host.emit(event));
     }
+    // The drain this process runs next (after every turn) takes the claim over and runs the turn.
+    if (run.givenBack) await giveBackClaim(ctx, turn.ref, turn.runId);
   } catch (err) {
     if (!entered) await lockFailed(ctx, host, run, err);
   } finally {
