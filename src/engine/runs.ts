@@ -107,6 +107,7 @@ export class LocalRun {
     if (generationAtRead !== undefined && generationAtRead !== this.generation) return;
     if (generationAtRead === undefined) this.generation += 1;
     if (entry === undefined) return;
+    this.writer?.seeEntry(entry);
     if (entry.abortRequested === this.runId) this.abort('abort requested');
     else if (entry.activeRun?.runId !== this.runId || !isThisProcess(entry.activeRun)) this.abort(TAKEN_OVER);
     const unleased = parkedPrefix(queueOf(entry), this.turn.sessionId).some((item) => item.leasedBy !== this.runId);

@@ -4,7 +4,7 @@
 
 import { systemClock, timerDelay, toSwitchboardError } from '../core/index.js';
 
-import { isUsableEntry, readSessionStore, transcriptSharing, type SessionStore } from '../store/index.js';
+import { isUsableEntry, readSessionStore, storeFileVersion, transcriptSharing, type SessionStore } from '../store/index.js';
 
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { learnLiveness, ownerAlive, queueOf, runAlive, runnerFor, sessionRefKey, type Liveness, type QueueEvent, type QueuedEntry, type SessionRef } from './queue-state.js';
@@ -13,6 +13,8 @@ import type { TurnSpec } from './turn-spec.js';
 import { drainOnce } from './drain.js';
 
 const POLL_INTERVAL_MS = 250;
+/** How long a poll may go without reading a store whose file did not change. */
+const UNCHANGED_REREAD_MS = 2_000;
 const DRAIN_RETRY_MS = 1_000;
 const DRAIN_MAX_RETRIES = 5;
 
@@ -40,6 +42,8 @@ export class QueueRuntime implements RunHost {
   private readonly suppressed = new Set<string>();
   private poller: NodeJS.Timeout | undefined;
   private polling = false;
+  /** storeFileVersion of each store as the last poll read it, and when. */
+  private readonly polled = new Map<string, { version: string; at: number }>();
 
   constructor(private readonly ctx: EngineContext) {}
 
@@ -243,6 +247,13 @@ export class QueueRuntime implements RunHost {
         byStore.set(run.location.storePath, list);
       }
       for (const [storePath, runs] of byStore) {
+        // Unchanged since the last poll: the runs have seen it (a run that began since read its
+        // entry under its lock). Parsing a large registry four times a second was most of what
+        // an idle run cost. Still read every few seconds, so that what a run retries on seeing
+        // its entry (a lease that failed) is retried even when nothing else writes.
+        const version = storeFileVersion(storePath);
+        const last = this.polled.get(storePath);
+        if (version !== undefined && last?.version === version && Date.now() - last.at < UNCHANGED_REREAD_MS) continue;
         const generations = runs.map((run) => run.generation);
         let store: SessionStore;
         try {
@@ -250,6 +261,7 @@ export class QueueRuntime implements RunHost {
         } catch {
           continue; // a damaged store is reported by the commands that need it
         }
+        if (version !== undefined) this.polled.set(storePath, { version, at: Date.now() });
         runs.forEach((run, index) => run.observe(store[run.turn.ref.sessionKey] as QueuedEntry | undefined, generations[index]));
       }
     } finally {

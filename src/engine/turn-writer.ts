@@ -2,7 +2,7 @@
 // calls and results, assistant text, usage), replies through sendPolicy with their delivery mirror,
 // and the outbox records owed to the session. The first failed append stops every later write.
 
-import { applyUsageReport, evaluateSendPolicy, type UsageReport } from '../policy/index.js';
+import { applyUsageReport, evaluateSendPolicy, type SendPolicyDecision, type UsageReport } from '../policy/index.js';
 import type { RunEndEvent, RunEvent } from '../runner/index.js';
 import {
   DELIVERY_MIRROR_MODEL,
@@ -26,6 +26,20 @@ export class TurnWriter {
   private lastAssistant: string | undefined;
   /** Outbox items this run has taken to append (ids): never appended twice by it. */
   private readonly outboxAppended = new Set<string>();
+  /**
+   * The session entry as the run last saw it: read under its lock when it started, then every
+   * update of this process and every poll (about 250 ms) brings the newer one. A reply's
+   * sendPolicy is decided on it. Reading sessions.json again for each reply cost a parse of the
+   * whole registry per reply (164 ms each with 20 000 sessions), and when that read failed (a
+   * damaged or half-replaced file) the entry's own `/send off` was not seen and the reply went
+   * out: the policy failed open.
+   */
+  private entry: QueuedEntry | undefined;
+
+  /** The entry as the run sees it now (LocalRun.observe). */
+  seeEntry(entry: QueuedEntry): void {
+    this.entry = entry;
+  }
 
   constructor(
     private readonly ctx: EngineContext,
@@ -112,23 +126,23 @@ export class TurnWriter {
       await this.append([assistantRecord(text, at, { runId: turn.runId, reply: true, delivered: false, beforeReset: true })]);
       return;
     }
-    let entry: QueuedEntry | undefined;
-    try {
-      entry = (await readSessionStore(turn.ref.location.storePath))[turn.ref.sessionKey] as QueuedEntry | undefined;
-    } catch {
-      entry = undefined;
-    }
+    const entry = this.entry;
     const deliveryContext = (turn.deliveryContext ?? entry?.deliveryContext ?? null) as Record<string, unknown> | null;
-    const policy = evaluateSendPolicy(
-      {
-        sessionKey: turn.ref.sessionKey,
-        // The channel the reply goes out on: a rule denying Slack stops a Slack reply of a linked session.
-        channel: (deliveryContext?.channel as string | undefined) ?? entry?.channel ?? null,
-        chatType: entry?.chatType ?? null,
-        entryOverride: entry?.sendPolicy ?? null,
-      },
-      this.ctx.config.session?.sendPolicy ?? null,
-    );
+    // Never seen (sessions.json unreadable since the run began): its own setting is unknown, so
+    // the reply is held, never sent on the config's word alone.
+    const policy: SendPolicyDecision =
+      entry === undefined
+        ? { decision: 'deny', rule: null, source: 'unknown' }
+        : evaluateSendPolicy(
+            {
+              sessionKey: turn.ref.sessionKey,
+              // The channel the reply goes out on: a rule denying Slack stops a Slack reply of a linked session.
+              channel: (deliveryContext?.channel as string | undefined) ?? entry.channel ?? null,
+              chatType: entry.chatType ?? null,
+              entryOverride: entry.sendPolicy ?? null,
+            },
+            this.ctx.config.session?.sendPolicy ?? null,
+          );
     const delivered = policy.decision === 'allow';
     const now = this.ctx.clock.now();
     const records: NewTranscriptEntry[] = [];

@@ -7,7 +7,8 @@ export type SendDecision = 'allow' | 'deny';
 
 /** `entry` = the session's `/send` override, `rule` = a matching rule, `default` = the policy's
  * default, `none` = no policy configured at all. */
-export type SendPolicySource = 'entry' | 'rule' | 'default' | 'none';
+/** `unknown`: the session's entry could not be read, so its own setting is not known (the reply is held). */
+export type SendPolicySource = 'entry' | 'rule' | 'default' | 'none' | 'unknown';
 
 export interface SendPolicyInput {
   sessionKey: string;

@@ -5,7 +5,7 @@ export * from './paths.js';
 export * from './session-entry.js';
 export { checkNotShared, isUsableEntry, sharedTranscriptError, transcriptSharing, type TranscriptSharing } from './shared-transcripts.js';
 export * from './store-fs.js';
-export { parseSessionStore, readSessionStore, serializeSessionStore, type ReadSessionStoreOptions } from './sessions-store-read.js';
+export { parseSessionStore, readSessionStore, serializeSessionStore, storeFileVersion, type ReadSessionStoreOptions } from './sessions-store-read.js';
 export * from './sessions-store.js';
 export type { StorePin } from './sessions-store-replace.js';
 export * from './archive.js';

@@ -3,6 +3,7 @@
 // that entry's problem, see NotAnObjectEntry), the serialiser, the
 // lock-free reader, and the STORE_CORRUPT / IO errors the whole store path reports.
 
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, nodeCrypto } from '../core/index.js';
 import { asStoredEntry, type SessionStore } from './session-entry.js';
@@ -146,6 +147,21 @@ export async function readStoreBytes(fs: StoreFileSystem, storePath: string): Pr
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
     throw ioError(err, 'read', storePath);
+  }
+}
+
+/**
+ * Which version of sessions.json is on disk now (device, inode, size, change time), or undefined
+ * when it cannot be told. Every writer replaces the file with a new one by rename, so an equal
+ * version is the same content: a reader that polls can skip the read and parse of an unchanged
+ * registry, which for a large store is most of its cost.
+ */
+export function storeFileVersion(storePath: string): string | undefined {
+  try {
+    const stat = lstatSync(storePath, { bigint: true });
+    return `${stat.dev}:${stat.ino}:${stat.size}:${stat.ctimeNs}:${stat.mtimeNs}`;
+  } catch {
+    return undefined;
   }
 }
 

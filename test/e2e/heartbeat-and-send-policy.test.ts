@@ -4,8 +4,10 @@
 // `session.sendPolicy.default: "deny"` holds for what a runner replies.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
-import { eventsOf, ingestAll, queueEnv, readStore, transcriptOf, type QueueEnv } from '../fixtures/queue-lib.js';
+import { LiveIngest, eventsOf, ingestAll, queueEnv, queueRunner, readStore, sessionsDir, transcriptOf, type QueueEnv } from '../fixtures/queue-lib.js';
 
 const KEY = 'agent:main:direct:9';
 const DM = { channel: 'telegram', peer: 'direct:9', sender: { id: '9', name: 'Nine' } };
@@ -77,5 +79,30 @@ describe('sendPolicy holds on run delivery', () => {
       ['echo: on telegram', 'telegram', false, { decision: 'deny', rule: null }],
       ['echo: on slack', 'slack', true, { decision: 'allow', rule: 0 }],
     ]);
+  });
+});
+
+describe('a reply is sent on what the run knows of its session, never on a failed read', () => {
+  test('"/send off" holds every reply of a run, also one made while sessions.json is unreadable', async () => {
+    const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { runner: queueRunner('replies') } } });
+    const off = await ingestAll(env, [{ ...DM, text: '/send off' }]);
+    assert.equal(off.code, 0, off.stderr);
+    assert.equal(readStore(env)[KEY].sendPolicy, 'deny');
+    const ingest = new LiveIngest(env);
+    ingest.send({ ...DM, text: 'talk to me' });
+    await ingest.waitFor((e) => e.type === 'reply' && e.text === 'first', 'the first reply');
+    // A damaged registry while the run goes on (a half-written copy, a disk error): the second
+    // reply is made while it cannot be read.
+    const storeFile = path.join(sessionsDir(env), 'sessions.json');
+    const good = fs.readFileSync(storeFile);
+    fs.writeFileSync(storeFile, '{ "not json');
+    fs.writeFileSync(`${env.release}.1`, 'go');
+    await ingest.waitFor((e) => e.type === 'reply' && e.text === 'second', 'the second reply');
+    fs.writeFileSync(storeFile, good);
+    fs.writeFileSync(`${env.release}.2`, 'go');
+    await ingest.finish();
+    assert.deepEqual(eventsOf(ingest.events, 'reply').map((e) => [e.text, e.delivered]), [['first', false], ['second', false]]);
+    const runReplies = transcriptOf(env, KEY).filter((record) => record.type === 'message' && record.message.role === 'assistant' && ['first', 'second'].includes(record.message.content[0].text));
+    assert.deepEqual(runReplies.map((record) => [record.message.content[0].text, record.message.delivered ?? true]), [['first', false], ['second', false]]);
   });
 });
