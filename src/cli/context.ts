@@ -6,7 +6,7 @@ import { clockFrom, isSwitchboardError, resolveStateDir, type Clock } from '../c
 import { configProblems, loadConfig, type LoadedConfig } from '../config/index.js';
 import { compileRoutingTable, type RoutingTable } from '../routing/index.js';
 import type { EngineContext } from '../engine/index.js';
-import { painterFor, type Painter, type Streams } from './output.js';
+import { painterFor, printable, type Painter, type Streams } from './output.js';
 
 export interface GlobalOptions {
   stateDir?: string;
@@ -85,7 +85,7 @@ export class CliContext {
     const table = await this.routingTable();
     const { checkSessionSettings } = await settings;
     checkSessionSettings(loaded);
-    return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock };
+    return { stateDir: this.stateDir, config: loaded.config, table, clock: this.clock, log: this.quiet ? undefined : (line) => this.note(printable(line)) };
   }
 
   painter(): Promise<Painter> {

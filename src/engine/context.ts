@@ -17,6 +17,11 @@ export interface EngineContext {
    * incognito message is routed and nothing is kept (a one-shot `ingest`).
    */
   incognitoRoot?: string;
+  /**
+   * Where diagnostics of the work go (a runner's stderr lines): the command's stderr, unless
+   * `--quiet`. Without it they are dropped. The sink escapes what a terminal would act on.
+   */
+  log?: (line: string) => void;
 }
 
 /** The sessions store of one agent (honours `session.store` with `{agentId}`). */

@@ -18,6 +18,11 @@ import { peekOutbox, type QueueEvent, type QueuedEntry } from './queue-state.js'
 import { commitClaim, updateStore } from './run-store.js';
 import type { TurnSpec } from './turn-spec.js';
 
+/** A run's runner stderr lines logged; the rest are counted in one line. */
+const MAX_STDERR_LINES = 200;
+/** Characters of one logged stderr line. */
+const MAX_STDERR_CHARS = 2000;
+
 /** Appends under the run's lock; the first failure (lock lost, disk) stops every later write. */
 export class TurnWriter {
   failure: unknown;
@@ -95,8 +100,31 @@ export class TurnWriter {
       case 'usage':
         await this.recordUsage(event.usage, timestamp);
         return;
+      case 'stderr':
+        this.logStderr(event.line);
+        return;
       default:
-        return; // hello, stderr: nothing to record
+        return; // hello: nothing to record
+    }
+  }
+
+  private stderrLines = 0;
+
+  /**
+   * A runner's stderr line, logged with the run (queue.md: "stderr is logged"): one diagnostic
+   * line each, cut to a readable length, at most MAX_STDERR_LINES per run, then one line saying
+   * how many more there were — a runner that floods stderr must not flood the command's.
+   */
+  private logStderr(line: string): void {
+    const log = this.ctx.log;
+    if (log === undefined) return;
+    this.stderrLines += 1;
+    const { runId, ref } = this.turn;
+    if (this.stderrLines <= MAX_STDERR_LINES) {
+      const text = line.length > MAX_STDERR_CHARS ? `${line.slice(0, MAX_STDERR_CHARS)}… (${line.length} characters)` : line;
+      log(`switchboard: runner ${ref.agentId} run ${runId} (${ref.sessionKey}) stderr: ${text}`);
+    } else if (this.stderrLines === MAX_STDERR_LINES + 1) {
+      log(`switchboard: runner ${ref.agentId} run ${runId} (${ref.sessionKey}): more stderr lines are not shown`);
     }
   }
 
