@@ -38,6 +38,16 @@ export function listRoster(config: SwitchboardConfig): Roster {
     if (first === undefined) seen.set(agent.id, index);
     else warnings.push(`agents.list[${first}] and agents.list[${index}] are both agent "${agent.id}" (ids are compared lower-cased and cleaned): they are one agent`);
   });
+  // OpenClaw 2026.9.6 moves such a file's list to agents.entries when it starts (and 2026.7.1
+  // refuses it): the current rules would then apply, not these. Said, not guessed at.
+  const currentOnly = [
+    config.agents?.ownership !== undefined ? 'agents.ownership' : undefined,
+    (config.agents?.defaults as { systemAgent?: unknown } | undefined)?.systemAgent !== undefined ? 'agents.defaults.systemAgent' : undefined,
+    (config.session as { groupScope?: unknown } | undefined)?.groupScope !== undefined ? 'session.groupScope' : undefined,
+  ].filter((key): key is string => key !== undefined);
+  if (currentOnly.length > 0) {
+    warnings.push(`${currentOnly.join(', ')} ${currentOnly.length > 1 ? 'belong' : 'belongs'} to the agents.entries format and ${currentOnly.length > 1 ? 'are' : 'is'} ignored with agents.list; OpenClaw 2026.9.6 would move this file to agents.entries and route by those rules (move the roster to agents.entries to have them here)`);
+  }
   if (markedAll.length > 1) warnings.push(`several agents are marked default: true (${markedAll.map((a) => a.id).join(', ')}): "${marked!.id}" (the first) is used`);
   if (agents.length > 1 && !marked) {
     warnings.push(`several agents (${agents.map((a) => a.id).join(', ')}) and none marked default: "${agents[0].id}" (the first) is used`);

@@ -483,3 +483,14 @@ describe('acp bindings', () => {
     assert.equal(entries.route.matchedBy, 'default');
   });
 });
+
+describe('agents.list with keys of the current format', () => {
+  test('routes by agents.list rules and warns that OpenClaw 2026.9.6 would route the file by the agents.entries rules', () => {
+    const config = { agents: { list: [{ id: 'main' }, { id: 'work' }], ownership: 'explicit', defaults: { systemAgent: { agentId: 'work' } } } } as unknown as SwitchboardConfig;
+    const table = compileRoutingTable(config);
+    assert.equal(table.generation, 'list');
+    assert.equal(resolveRoute(table, normalizeRouteInput({ channel: 'slack' })).route.agentId, 'main');
+    assert.ok(table.warnings.some((w) => w.startsWith('agents.ownership, agents.defaults.systemAgent belong to the agents.entries format and are ignored with agents.list')), table.warnings.join('\n'));
+    assert.ok(!compileRoutingTable({ agents: { list: [{ id: 'main' }] } }).warnings.some((w) => w.includes('agents.entries format')));
+  });
+});
