@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, toSwitchboardError } from '../core/index.js';
 import {
   carriedOf,
-  clearInstanceUsage,
+  carryOverToNewInstance,
   collectPrompt,
   planNextTurn,
   singleSender,
@@ -141,10 +141,10 @@ function planDrain(
     }
     if (pending.expireOld || !oldWaiting) {
       plan.rotation = { previousSessionId: entry.sessionId, previousSessionFile: entry.sessionFile as string | undefined, reason: pending.reason, model: pending.model };
+      carryOverToNewInstance(entry);
       entry.sessionId = pending.newSessionId;
       entry.sessionFile = pending.newSessionFile;
       entry.sessionStartedAt = now;
-      clearInstanceUsage(entry);
       if (pending.model) entry.model = entry.modelOverride = pending.model;
       delete entry.pendingReset;
       changed = true;

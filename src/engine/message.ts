@@ -3,6 +3,7 @@
 
 import { MAX_CLOCK_MS, MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds, mayNestDeeperThan, parseIsoTime } from '../core/index.js';
 import { describeType, normalizeRouteInput, type RouteInput } from '../routing/index.js';
+import { SESSION_ID_PATTERN } from '../store/paths.js';
 
 export type MessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
 
@@ -150,8 +151,8 @@ export function parseInboundMessage(raw: unknown): InboundMessage {
   }
 
   const sessionId = optionalString(obj, 'sessionId')?.trim() || undefined;
-  if (sessionId !== undefined && !/^[a-z0-9][a-z0-9._-]{0,127}$/.test(sessionId)) {
-    fail('sessionId', 'must be a session id (lower-case letters, digits, ".", "_" or "-", starting with a letter or digit, at most 128)');
+  if (sessionId !== undefined && !SESSION_ID_PATTERN.test(sessionId)) {
+    fail('sessionId', 'must be a session id (letters, digits, ".", "_" or "-", starting with a letter or digit, at most 128)');
   }
 
   return {

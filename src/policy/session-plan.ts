@@ -4,9 +4,9 @@
 import type { SessionConfig } from '../config/types.js';
 import { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
 import { noteDmSender } from './shared-dm.js';
-import { clearInstanceUsage } from './usage.js';
 import { duplicateKey } from '../core/index.js';
 import { DUPLICATE_WINDOW_MS, duplicateKeySeenAt, rememberDuplicateKey, shareMemory } from './duplicate-memory.js';
+import { carryOverToNewInstance } from './usage.js';
 import { evaluateFreshness, parseResetTrigger, resolveResetPolicy, resolveResetTriggers, sessionTypeFor, type ResetPolicy } from './reset.js';
 
 /** The entry fields this planner reads and writes; other fields pass through untouched. */
@@ -118,19 +118,20 @@ function chatTypeOf(peer: PlanMessage['peer']): PlannedEntry['chatType'] {
 
 /**
  * The one rotation rule: a fresh instance at the same address — new id, transcript name and
- * clocks; settings of the address (queue and send overrides, model, pin, labels) carry over.
+ * clocks; what the address keeps (its settings, labels, delivery, switchboard's bookkeeping and
+ * the settings OpenClaw's own reset keeps) carries over, the old instance's state does not
+ * (carryOverToNewInstance in usage.ts).
  */
 export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 'newSessionId' | 'transcriptName'>, threadId: string | undefined): PlannedEntry {
   const sessionId = ctx.newSessionId();
-  const next: PlannedEntry = {
-    ...entry,
-    sessionId,
-    sessionFile: ctx.transcriptName(sessionId, threadId),
-    sessionStartedAt: ctx.now,
-    lastInteractionAt: ctx.now,
-    updatedAt: ctx.now,
-  };
-  clearInstanceUsage(next);
+  const next = { ...entry } as PlannedEntry;
+  shareMemory(entry, next);
+  carryOverToNewInstance(next);
+  next.sessionId = sessionId;
+  next.sessionFile = ctx.transcriptName(sessionId, threadId);
+  next.sessionStartedAt = ctx.now;
+  next.lastInteractionAt = ctx.now;
+  next.updatedAt = ctx.now;
   return next;
 }
 

@@ -1,5 +1,6 @@
 // What a runner's `usage` report does to the session entry, in OpenClaw's field names (model,
-// modelProvider, inputTokens, outputTokens, totalTokens, totalTokensFresh, contextTokens). Pure.
+// modelProvider, inputTokens, outputTokens, totalTokens, totalTokensFresh, contextTokens), and
+// what of an entry a new instance at the same address keeps (carryOverToNewInstance). Pure.
 
 /** A runner's usage report (the protocol's `usage` event); every field optional. */
 export interface UsageReport {
@@ -10,9 +11,6 @@ export interface UsageReport {
   totalTokens?: number;
   contextTokens?: number;
 }
-
-/** Fields of one instance's context: a new instance starts without them. */
-const INSTANCE_USAGE_FIELDS = ['inputTokens', 'outputTokens', 'totalTokens', 'totalTokensFresh'] as const;
 
 /**
  * Applies a report to an entry (the latest report wins, as OpenClaw keeps the latest run's
@@ -34,7 +32,79 @@ export function applyUsageReport(entry: Record<string, unknown>, report: UsageRe
   return JSON.stringify(entry) !== before;
 }
 
-/** A rotation's new instance has an empty context: the old one's token counts do not carry over. */
-export function clearInstanceUsage(entry: Record<string, unknown>): void {
-  for (const field of INSTANCE_USAGE_FIELDS) delete entry[field];
+/**
+ * What a new instance keeps of the entry, beside the model selection (below): the address's
+ * settings, labels and delivery, switchboard's bookkeeping of the address, and the fields
+ * OpenClaw's own reset keeps. Everything else — the old instance's usage, model, run status, the
+ * CLI backend's conversation, and fields nobody names here — stays with the old instance. A
+ * list rather than a list of what goes: OpenClaw's reset builds its new entry from a fixed list
+ * too (2026.7.1 `sessions.reset` buildNextEntry, and the reply pipeline's new-session entry), so a
+ * field of its own that it does not name is per-instance state, and carrying it over would resume
+ * what the reset ended (docs/decisions.md "Sessions and resets").
+ */
+const KEPT_BY_NEW_INSTANCE: ReadonlySet<string> = new Set([
+  // The instance itself: the caller sets it anew.
+  'sessionId', 'sessionFile', 'updatedAt', 'sessionStartedAt', 'lastInteractionAt',
+  // Labels and the address (switchboard's and OpenClaw's copies of it).
+  'chatType', 'channel', 'accountId', 'displayName', 'subject', 'space', 'label', 'groupId', 'groupChannel',
+  'origin', 'deliveryContext', 'deliveryOwner', 'lastChannel', 'lastTo', 'lastAccountId', 'lastThreadId', 'route',
+  // Settings of the address.
+  'queueMode', 'queueDebounceMs', 'queueCap', 'queueDrop', 'sendPolicy', 'pinned', 'pinnedAt', 'incognito',
+  // Lineage.
+  'parentSessionKey', 'spawnDepth', 'spawnedBy', 'spawnedWorkspaceDir', 'spawnedCwd', 'forkedFromParent', 'subagentRole', 'subagentControlScope',
+  // switchboard's bookkeeping: duplicate memory, DM senders, and the queue (the rotation's caller expires what waited for the old instance).
+  'recentMessageIds', 'dmSenders', 'queue', 'activeRun', 'queueOwner', 'abortRequested', 'stopRequested', 'stopReason', 'pendingReset', 'cancelledItems', 'outbox',
+  // OpenClaw's per-address preferences its reset keeps (2026.7.1; the later ones of 2026.9.6's reset too).
+  'thinkingLevel', 'fastMode', 'verboseLevel', 'traceLevel', 'reasoningLevel', 'elevatedLevel', 'ttsAuto', 'responseUsage',
+  'execHost', 'execSecurity', 'execAsk', 'execNode', 'execCwd', 'groupActivation', 'groupActivationNeedsSystemIntro',
+  'usageFamilyKey', 'usageFamilySessionIds', 'contextWindow', 'toolOverrides', 'completionOwnerSessionKey',
+  'inheritedToolPolicyVersion', 'inheritedToolAllow', 'inheritedToolDeny', 'sessionRoot', 'permissionMode', 'sandboxMode',
+  'worktree', 'repositoryWorkspaceId', 'parentSessionId', 'createdVia', 'createdActor', 'createdAt', 'projectId', 'sandbox',
+  'forkSource', 'autoLabel', 'icon', 'category', 'boardFace', 'boardPresentation', 'visibility', 'delivery', 'pendingDeliveryNotice', 'pluginOwnerId',
+]);
+
+/** OpenClaw's run flags of an instance: a new one starts with them false (when the entry has them at all). */
+const RESET_TO_FALSE = ['systemSent', 'abortedLastRun'] as const;
+
+const nonBlank = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
+
+/**
+ * The model and auth-profile choice a new instance keeps — only one the user made (OpenClaw's
+ * resolveResetPreservedSelection): an override marked `user`, or unmarked (as switchboard's
+ * `/new <model>` writes it) unless OpenClaw recorded it as an automatic fallback; an auth profile
+ * marked `user`. The model of the new instance is then the override, else unknown until it runs.
+ */
+function preservedSelection(entry: Record<string, unknown>): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  const source = entry.modelOverrideSource;
+  const fellBack = (nonBlank(entry.providerOverride) || nonBlank(entry.modelOverride)) && nonBlank(entry.modelOverrideFallbackOriginProvider) && nonBlank(entry.modelOverrideFallbackOriginModel);
+  if (nonBlank(entry.modelOverride) && (source === 'user' || (source === undefined && !fellBack))) {
+    kept.modelOverride = kept.model = entry.modelOverride;
+    if (entry.providerOverride !== undefined) kept.providerOverride = kept.modelProvider = entry.providerOverride;
+    if (source !== undefined) kept.modelOverrideSource = source;
+  }
+  if (entry.authProfileOverrideSource === 'user' && nonBlank(entry.authProfileOverride)) {
+    kept.authProfileOverride = entry.authProfileOverride;
+    kept.authProfileOverrideSource = 'user';
+    if (entry.authProfileOverrideCompactionCount !== undefined) kept.authProfileOverrideCompactionCount = entry.authProfileOverrideCompactionCount;
+  }
+  return kept;
+}
+
+/**
+ * Turns `entry` (in place) into the start of a new instance at its address, as OpenClaw's reset
+ * does: the fields above and the user's model choice stay; `systemSent` and `abortedLastRun`
+ * become false and `compactionCount` 0 (where the entry has them); everything else goes — the
+ * old instance's token counts, context window, model and provider, the CLI backend's session
+ * (`cliSessionBindings`, `cliSessionIds`, `claudeCliSessionId`: OpenClaw would resume the old
+ * conversation), run status and times. The caller gives it its new id, file and clocks.
+ */
+export function carryOverToNewInstance(entry: Record<string, unknown>): void {
+  const selection = preservedSelection(entry);
+  const flags = RESET_TO_FALSE.filter((field) => entry[field] !== undefined);
+  const compacted = entry.compactionCount !== undefined;
+  for (const field of Object.keys(entry)) if (!KEPT_BY_NEW_INSTANCE.has(field)) delete entry[field];
+  Object.assign(entry, selection);
+  for (const field of flags) entry[field] = false;
+  if (compacted) entry.compactionCount = 0;
 }

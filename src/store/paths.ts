@@ -17,8 +17,13 @@ export const SESSIONS_FILE_NAME = 'sessions.json';
 export const TRANSCRIPT_SUFFIX = '.jsonl';
 export const THREAD_INFIX = '-topic-';
 
-/** `sessionId` grammar from store.md: lower-case, starts alphanumeric, at most 128 characters. */
-export const SESSION_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+/**
+ * `sessionId` grammar: store.md's, in either case — OpenClaw's (SAFE_SESSION_ID_RE, 2026.7.1) — so
+ * `openclaw agent --session-id Work-Run1`'s session is one: an ASCII letter or digit, then letters,
+ * digits, `.`, `_`, `-`, at most 128 characters. Every such id is one plain file-name segment (no
+ * separator, no leading dot, never `..`). switchboard itself creates lower-case UUID v4 ids.
+ */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** Most file systems refuse names longer than 255 bytes; we refuse them first, as bad input. */
 const MAX_FILE_NAME_BYTES = 255;

@@ -471,7 +471,7 @@ export function entryTranscriptName(entry: SessionEntry): string {
 }
 
 /** The sessionFile grammar of sessions.schema.json: a transcript of some session. */
-const TRANSCRIPT_FILE_NAME = /^[a-z0-9][a-z0-9._-]{0,127}(-topic-[A-Za-z0-9_.!~*'()%-]+)?\.jsonl$/;
+const TRANSCRIPT_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(-topic-[A-Za-z0-9_.!~*'()%-]+)?\.jsonl$/;
 
 /** Whether `name` may be a transcript at all (of any session). */
 export function isTranscriptFileName(name: unknown): name is string {

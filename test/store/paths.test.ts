@@ -151,7 +151,9 @@ describe('case 6: ids that try to escape never produce a path outside the store'
     'a\\b',
     'C:\\Windows',
     '%2e%2e%2f',
-    'Upper',
+    'a:b',
+    'a@b',
+    'a b',
     ' lead',
     '-lead',
     '.hidden',
@@ -169,6 +171,14 @@ describe('case 6: ids that try to escape never produce a path outside the store'
     }
     // The longest valid id still works, so the limit is the grammar's and not an accident.
     assert.ok(isInside(sessionsDir, resolveTranscriptPath(sessionsDir, `a${'b'.repeat(127)}`)));
+  });
+
+  test('ids with capitals are valid, as OpenClaw accepts them (its SAFE_SESSION_ID_RE is case-insensitive)', () => {
+    for (const sessionId of ['Work-Run1', 'ABC', 'x.Y_z-1', `A${'b'.repeat(127)}`]) {
+      assert.equal(validateSessionId(sessionId), sessionId);
+      assert.equal(resolveTranscriptPath(sessionsDir, sessionId), path.join(sessionsDir, `${sessionId}.jsonl`));
+      assert.ok(isInside(sessionsDir, resolveThreadTranscriptPath(sessionsDir, sessionId, '1')));
+    }
   });
 
   test('hostile thread ids are encoded into the folder or refused, never outside', () => {

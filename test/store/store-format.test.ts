@@ -353,6 +353,17 @@ describe('every schema can fail', () => {
     assertInvalid('sessions', [entry], '$');
   });
 
+  test('session ids with capitals, as OpenClaw accepts them (`openclaw agent --session-id Work-Run1`), are valid; unsafe ones are not', () => {
+    const explicit = { sessionId: 'Work-Run1', updatedAt: 1796022000000, sessionStartedAt: 1796022000000, sessionFile: '/home/oc/.openclaw/agents/main/sessions/Work-Run1.jsonl' };
+    assertValid('sessions', { 'agent:main:explicit:work-run1': explicit, 'agent:main:x': { ...entry, sessionId: 'ABC_1.x', sessionFile: 'ABC_1.x-topic-7.jsonl' } }, 'ids with capitals');
+    assertValid('transcript-header', { type: 'session', version: 3, id: 'Work-Run1', timestamp: '2026-11-30T07:00:00.000Z', cwd: '/home/oc' }, 'an OpenClaw header of such an id');
+    assertValid('transcript-entry', { type: 'reset_notice', id: 'e1', parentId: null, timestamp: '2026-11-30T07:00:00.000Z', reason: 'command', previousSessionId: 'Work-Run1' }, 'a reset notice naming it');
+    for (const bad of ['../x', 'a/b', '.hidden', '-x', 'a b', 'a:b', 'a@b', 'x'.repeat(129)]) {
+      assertInvalid('sessions', { 'agent:main:main': { sessionId: bad, updatedAt: entry.updatedAt } }, '["agent:main:main"].sessionId');
+      assertInvalid('transcript-header', { type: 'session', version: 3, id: bad, timestamp: '2026-11-30T07:00:00.000Z', cwd: '/' }, 'id');
+    }
+  });
+
   test('transcript header', () => {
     const header = { type: 'session', version: 3, id: sessionId, timestamp: '2026-11-30T07:00:00.000Z', cwd: '/home/me', sessionKey: 'agent:main:main', agentId: 'main' };
     assertValid('transcript-header', header, 'a header');
