@@ -32,6 +32,7 @@ import { sessionLockOptions, type EngineContext } from './context.js';
 import { busyKeysIn } from './queue.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent, type HeldLocks } from './cleanup-files.js';
 import { buildMaintenanceSnapshot, sharedKeysIn, transcriptNameOf } from './cleanup-snapshot.js';
+import { removeTrajectoryArtifacts } from './session-artifacts.js';
 
 /** How often, per store and process, the write path looks for entries older than pruneAfter. */
 const PRUNE_SCAN_INTERVAL_MS = 60_000;
@@ -314,9 +315,11 @@ async function removeOverCaps(
           if (to !== null && (await unlinkIfPresent(to).catch(() => false))) changed += 1;
         }
       }
-      for (const { key, evicted } of removed) {
+      for (const { key, name, evicted } of removed) {
         const to = archivedTo.get(key);
         if (evicted && to !== undefined && (await unlinkIfPresent(to).catch(() => false))) changed += 1;
+        // OpenClaw's budget deletes an evicted entry's trajectory capture and pointer with it.
+        if (evicted && name !== null) changed += (await removeTrajectoryArtifacts(location.sessionsDir, name).catch(() => ({ files: 0 }))).files;
       }
       if (changed > 0) await fsyncFolder(location.sessionsDir);
     } finally {

@@ -8,18 +8,16 @@ import type { EntrySnapshot, MaintenanceSnapshot, ProtectedKey } from '../policy
 import {
   LOCK_SUFFIX,
   TRANSCRIPT_SUFFIX,
-  entryTranscriptName,
   parseArchiveName,
   parseKeptCopyName,
   readSessionStore,
-  sessionEntryProblem,
   transcriptSharing,
   type SessionEntry,
   type SessionStore,
   type StoreLocation,
 } from '../store/index.js';
-import { transcriptPathIn } from './context.js';
 import { queueBusyKeys } from './queue.js';
+import { isSessionArtifact, namedTranscripts, storeReferences, transcriptNameOf } from './session-artifacts.js';
 
 /** Files stat-ed at once while building a snapshot: enough to hide latency, few file handles. */
 const STAT_CONCURRENCY = 64;
@@ -49,33 +47,17 @@ export interface SnapshotOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
+// Which names an entry refers to, and which files the store keeps, is one rule (session-artifacts.ts).
+export { namedTranscripts, transcriptNameOf };
+
 /**
- * The transcript file name an entry refers to, or null when the entry is of the wrong shape (its
- * names cannot be trusted: archiving "its" file could move sessions.json or another session's).
+ * The transcripts among a folder's file names that no entry names: archives aside, and OpenClaw's
+ * session artifacts aside (a trajectory or checkpoint file is no transcript), and a file a
+ * compaction checkpoint lists aside (OpenClaw restores from it).
  */
-export function transcriptNameOf(location: StoreLocation, entry: SessionEntry): string | null {
-  if (sessionEntryProblem(entry, location.sessionsDir) !== null) return null;
-  try {
-    return path.basename(transcriptPathIn(location, entryTranscriptName(entry)));
-  } catch {
-    return null;
-  }
-}
-
-/** The transcript names the store's entries name (entries of the wrong shape name none). */
-export function namedTranscripts(location: StoreLocation, store: SessionStore): Set<string> {
-  const names = new Set<string>();
-  for (const entry of Object.values(store)) {
-    const name = transcriptNameOf(location, entry);
-    if (name !== null) names.add(name);
-  }
-  return names;
-}
-
-/** The transcripts among a folder's file names (archives aside) that no entry of the store names. */
 export function unnamedTranscripts(location: StoreLocation, store: SessionStore, fileNames: readonly string[]): string[] {
-  const named = namedTranscripts(location, store);
-  return fileNames.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX) && parseArchiveName(name) === null && !named.has(name));
+  const references = storeReferences(location, store);
+  return fileNames.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX) && parseArchiveName(name) === null && !isSessionArtifact(name) && !references.isReferenced(name));
 }
 
 /**
@@ -113,7 +95,7 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
 
   const identities = new Map<string, EntryIdentity>();
   const entries: EntrySnapshot[] = [];
-  const referenced = namedTranscripts(location, store);
+  const references = storeReferences(location, store);
   for (const [key, entry] of Object.entries(store)) {
     const name = transcriptNameOf(location, entry);
     identities.set(key, { sessionId: entry.sessionId, updatedAt: entry.updatedAt });
@@ -149,8 +131,10 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
       toStat.push({ name, apply: (bytes) => storeBackups.push({ name, createdAt: Number(backup[1]), bytes }) });
       continue;
     }
-    // A transcript nobody references and nobody holds: an orphan only the disk budget removes.
-    if (name.endsWith(TRANSCRIPT_SUFFIX) && !referenced.has(name) && !locked.has(name)) {
+    // A transcript nobody references and nobody holds: an orphan only the disk budget removes. So
+    // is an OpenClaw artifact (trajectory, checkpoint) of an instance no entry names: OpenClaw's
+    // own budget removes those too; one of a live entry is kept (session-artifacts.ts).
+    if ((name.endsWith(TRANSCRIPT_SUFFIX) || isSessionArtifact(name)) && !references.isReferenced(name) && !locked.has(name)) {
       toStat.push({ name, apply: (bytes, mtimeMs) => unreferenced.push({ name, bytes, mtimeMs }) });
     }
   }

@@ -29,7 +29,8 @@ import {
 } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { holdTranscriptLocks } from './cleanup-files.js';
-import { namedTranscripts, transcriptNameOf, unnamedTranscripts } from './cleanup-snapshot.js';
+import { transcriptNameOf, unnamedTranscripts } from './cleanup-snapshot.js';
+import { storeReferences } from './session-artifacts.js';
 import { transcriptHeaderProblem } from './doctor/transcript-scan.js';
 
 export interface FinishedRotation {
@@ -180,10 +181,10 @@ export async function finishInterruptedRotations(
   );
   try {
     const current = await readSessionStore(location.storePath);
-    const named = namedTranscripts(location, current);
+    const references = storeReferences(location, current);
     const sharing = transcriptSharing(current);
     for (const { done, name, currentSessionId } of candidates) {
-      if (!locks.held.has(name) || named.has(name)) continue;
+      if (!locks.held.has(name) || references.isReferenced(name)) continue;
       const now = await currentInstance(location, current, sharing, done.sessionKey);
       if (now === undefined || String(now.entry.sessionId) !== currentSessionId) continue;
       done.archivedTo = await archiveFile(done.file, 'reset', ctx.clock.now());

@@ -8,7 +8,8 @@ import { SwitchboardError, errnoOf, inPool, ioError } from '../core/index.js';
 import type { BudgetRemoval, CleanupPlan, SessionAction } from '../policy/index.js';
 import { archiveFile, transactSessionStore, updateSessionStore, withLock, type StoreLocation } from '../store/index.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent } from './cleanup-files.js';
-import { transcriptNameOf, type BuiltSnapshot, type EntryIdentity } from './cleanup-snapshot.js';
+import type { BuiltSnapshot, EntryIdentity } from './cleanup-snapshot.js';
+import { removeTrajectoryArtifacts, storeReferences } from './session-artifacts.js';
 import { sessionLockOptions, storeWriteOptions, type EngineContext } from './context.js';
 
 /**
@@ -244,6 +245,14 @@ async function applyBudget(
         budget.removedFiles += 1;
         budget.freedBytes += bytesOf.get(removed.key) ?? 0;
       }
+      // With it go OpenClaw's trajectory capture and pointer of that instance, as its own budget
+      // deletes them with an evicted entry (checkpoints become unreferenced, for a later pass).
+      const transcriptName = candidateOf(removed.key).transcriptName;
+      if (transcriptName !== null) {
+        const artifacts = await removeTrajectoryArtifacts(dir, transcriptName);
+        budget.removedFiles += artifacts.files;
+        budget.freedBytes += artifacts.bytes;
+      }
       tick();
     }
   }
@@ -251,9 +260,10 @@ async function applyBudget(
 }
 
 /**
- * An orphaned transcript is removed only if, with its write lock held, the store (re-read) still
- * does not reference it — an ingest that just created its entry wins. Archived first, then the
- * archive is deleted (the budget asked for the bytes).
+ * An orphaned transcript (or an OpenClaw artifact of an instance no entry names) is removed only
+ * if, with its write lock held, the store (re-read) still does not reference it — an ingest that
+ * just created its entry wins. Archived first, then the archive is deleted (the budget asked for
+ * the bytes).
  */
 async function removeUnreferenced(ctx: EngineContext, location: StoreLocation, name: string, now: number): Promise<boolean> {
   const file = path.join(location.sessionsDir, path.basename(name));
@@ -263,7 +273,7 @@ async function removeUnreferenced(ctx: EngineContext, location: StoreLocation, n
       // row (and completes a dead batch's journal first), so only the store lock shows that the
       // file is really nobody's.
       transactSessionStore(location.storePath, async (store) => {
-        for (const entry of Object.values(store)) if (transcriptNameOf(location, entry) === name) return false;
+        if (storeReferences(location, store).isReferenced(name)) return false;
         const archivedTo = await archiveFile(file, 'deleted', now);
         return archivedTo !== null && (await unlinkIfPresent(archivedTo));
       }, storeWriteOptions(ctx, { skipUpkeep: true })),

@@ -268,3 +268,46 @@ export function parseArchiveName(fileName: string): ParsedArchiveName | null {
   if (Number.isNaN(archivedAt)) return null;
   return { originalName: match[1]!, reason: match[2] as ArchiveReason, archivedAt };
 }
+
+// OpenClaw's side files of a session instance (its own names, from its sessions/artifacts.ts
+// and trajectory/paths.ts): not transcripts, and no store file of ours. The rule for keeping and
+// removing them, which needs the store, is engine/session-artifacts.ts; here only the names.
+
+/** `<transcript stem>.trajectory.jsonl`: OpenClaw's trajectory capture of a run (on by default). */
+export const TRAJECTORY_SUFFIX = '.trajectory.jsonl';
+/** `<transcript stem>.trajectory-path.json`: OpenClaw's pointer to that capture. */
+export const TRAJECTORY_POINTER_SUFFIX = '.trajectory-path.json';
+/** `<sessionId>.checkpoint.<uuid>.jsonl`: a compaction checkpoint's copy of the transcript (OpenClaw's COMPACTION_CHECKPOINT_TRANSCRIPT_RE). */
+const CHECKPOINT_NAME = /^(.+)\.checkpoint\.([0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.jsonl$/i;
+
+export type SessionArtifactKind = 'trajectory' | 'trajectory-pointer' | 'checkpoint';
+
+export interface SessionArtifactName {
+  kind: SessionArtifactKind;
+  /**
+   * What the name leads back to: for a trajectory file and its pointer the transcript's stem
+   * (`<sessionId>` or `<sessionId>-topic-<thread>`: OpenClaw derives both names from the
+   * transcript's), for a checkpoint the sessionId of the instance it was taken from.
+   */
+  stem: string;
+}
+
+/**
+ * Recognises OpenClaw's session artifact names; null for any other name (a transcript, an
+ * archive, a lock …). An archived name (`….deleted.<ts>`) is an archive, not an artifact:
+ * OpenClaw never archives these, it removes them once no entry references them.
+ */
+export function parseSessionArtifactName(name: string): SessionArtifactName | null {
+  if (name.endsWith(TRAJECTORY_SUFFIX) && name.length > TRAJECTORY_SUFFIX.length) return { kind: 'trajectory', stem: name.slice(0, -TRAJECTORY_SUFFIX.length) };
+  if (name.endsWith(TRAJECTORY_POINTER_SUFFIX) && name.length > TRAJECTORY_POINTER_SUFFIX.length) {
+    return { kind: 'trajectory-pointer', stem: name.slice(0, -TRAJECTORY_POINTER_SUFFIX.length) };
+  }
+  const checkpoint = CHECKPOINT_NAME.exec(name);
+  return checkpoint === null ? null : { kind: 'checkpoint', stem: checkpoint[1]! };
+}
+
+/** The trajectory capture and its pointer OpenClaw keeps next to transcript `transcriptName` (`<stem>.jsonl`). */
+export function trajectoryArtifactNames(transcriptName: string): string[] {
+  const stem = transcriptName.endsWith(TRANSCRIPT_SUFFIX) ? transcriptName.slice(0, -TRANSCRIPT_SUFFIX.length) : transcriptName;
+  return [`${stem}${TRAJECTORY_SUFFIX}`, `${stem}${TRAJECTORY_POINTER_SUFFIX}`];
+}

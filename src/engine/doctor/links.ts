@@ -7,14 +7,19 @@ import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { TRANSCRIPT_SUFFIX, describeFileKind, fsyncFolder, lstatKind, withLock, type FileKind } from '../../store/index.js';
 import { TOMBSTONE_NAME } from '../leftovers.js';
+import { isSessionArtifact } from '../session-artifacts.js';
 import { keepLinkTarget } from './files.js';
 import type { DoctorChange, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
 
-/** Names the store reads or writes (sessions.json and its copies, transcripts and theirs), not locks. */
+/**
+ * Names the store reads or writes (sessions.json and its copies, transcripts and theirs), not
+ * locks, and not OpenClaw's session artifacts: nothing of ours opens those (OpenClaw itself
+ * refuses to write its trajectory pointer through a link).
+ */
 function isStoreFileName(doc: StoreCheck, name: string): boolean {
   const storeBase = path.basename(doc.location.storePath);
-  if (name.endsWith('.lock') || TOMBSTONE_NAME.test(name)) return false;
+  if (name.endsWith('.lock') || TOMBSTONE_NAME.test(name) || isSessionArtifact(name)) return false;
   return name === storeBase || name.startsWith(`${storeBase}.`) || name.endsWith(TRANSCRIPT_SUFFIX) || name.includes(`${TRANSCRIPT_SUFFIX}.`);
 }
 

@@ -14,6 +14,7 @@ import {
   type StoreLocation,
 } from '../../store/index.js';
 import { sessionLockOptions, type EngineContext } from '../context.js';
+import { compactionCheckpointFiles } from '../session-artifacts.js';
 import { transcriptFileOf } from '../session-list.js';
 import { asSwitchboardError, type FolderListing } from './files.js';
 import type { DoctorProblem, DoctorStoreReport, RepairOutcome } from './report.js';
@@ -132,10 +133,14 @@ export class StoreCheck {
     return resolveInside(this.location.sessionsDir, name);
   }
 
-  /** File names entries point at (their sessionFile, and `<sessionId>.jsonl`). */
+  /**
+   * File names entries point at (their sessionFile, and `<sessionId>.jsonl`), and the files their
+   * compaction checkpoints list: OpenClaw restores from those, so none is an orphan to archive.
+   */
   referencedNames(store: SessionStore): Map<string, string> {
     const names = new Map<string, string>();
     for (const [key, entry] of Object.entries(store)) {
+      for (const name of compactionCheckpointFiles(entry)) names.set(name, key);
       const file = this.entryFile(entry);
       if (file !== null) names.set(path.basename(file), key);
       if (typeof entry.sessionId === 'string') names.set(`${entry.sessionId}${TRANSCRIPT_SUFFIX}`, key);

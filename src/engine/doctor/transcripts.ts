@@ -6,13 +6,16 @@ import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { FILE_MODE, TRANSCRIPT_SUFFIX, fsyncFolder, lockPathFor } from '../../store/index.js';
+import { isSessionArtifact } from '../session-artifacts.js';
 import { asSwitchboardError, describeError, keepOriginal } from './files.js';
 import type { DoctorProblem, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
 import { ChunkedWriter, scanTranscript, type TranscriptScan } from './transcript-scan.js';
 
 export async function scanTranscripts(doc: StoreCheck): Promise<void> {
-  const names = doc.listing.files.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX));
+  // OpenClaw's trajectory captures and checkpoint copies end in .jsonl too, but are no transcripts:
+  // not checked line by line, never orphans (session-artifacts.ts).
+  const names = doc.listing.files.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX) && !isSessionArtifact(name));
   for (const [index, name] of names.entries()) {
     if (index % 50 === 0) doc.progress(index, names.length);
     const file = doc.inside(name);
