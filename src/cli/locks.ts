@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { findSession, transcriptFileOf } from '../engine/index.js';
 import { SwitchboardError, isSwitchboardError } from '../core/index.js';
-import { LOCK_SUFFIX, listLocks, releaseLock, type ReleaseLockResult } from '../store/index.js';
+import { LOCK_SUFFIX, listLocks, releaseLock, type LockInfo, type ReleaseLockResult } from '../store/index.js';
 import { addDestructiveFlags, dryRunOrConfirm } from './confirm.js';
 import type { CliContext } from './context.js';
 import { formatAge, table } from './format.js';
@@ -55,18 +55,37 @@ async function runList(ctx: CliContext): Promise<number> {
   }
   const rows = locks.map((lock) => [
     lock.targetPath,
-    lock.owner ? `${lock.owner.pid}@${lock.owner.hostname}` : '?',
+    holderOf(lock),
     lock.owner?.sessionKey ?? '-',
     formatAge(lock.ageMs),
-    lock.owner ? formatAge(lock.owner.maxHoldMs) : '-',
-    [lock.stale ? 'stale' : '', lock.overHeld ? 'over-held' : '', lock.holderAlive === false ? 'holder-dead' : ''].filter(Boolean).join(',') || 'held',
+    lock.owner ? formatAge(lock.owner.maxHoldMs) : lock.fileLock?.maxHoldMs != null ? formatAge(lock.fileLock.maxHoldMs) : '-',
+    [
+      lock.stale ? 'stale' : '',
+      lock.overHeld || lock.fileLock?.pastMaxHold === true ? 'over-held' : '',
+      lock.holderAlive === false ? 'holder-dead' : '',
+    ]
+      .filter(Boolean)
+      .join(',') || 'held',
   ]);
   ctx.streams.stdout.write(await table(['Target', 'Holder', 'Session', 'Age', 'MaxHold', 'State'], rows));
   return 0;
 }
 
+/** `pid@host` of a switchboard holder; `pid (openclaw)` of an OpenClaw lock file (no host in its record). */
+function holderOf(lock: LockInfo): string {
+  if (lock.kind === 'switchboard') return lock.owner ? `${lock.owner.pid}@${lock.owner.hostname}` : '?';
+  return lock.fileLock?.pid != null ? `${lock.fileLock.pid} (openclaw)` : '? (lock file)';
+}
+
 function describeRelease(result: ReleaseLockResult): string {
-  const holder = result.owner ? `held by pid ${result.owner.pid} on ${result.owner.hostname}, alive` : 'no owner record, not stale yet';
+  const holder =
+    result.kind !== 'switchboard'
+      ? result.fileLock?.pid != null
+        ? `OpenClaw's lock file, pid ${result.fileLock.pid}, alive; OpenClaw is not told`
+        : 'a lock file without a holder, not 30 s old yet'
+      : result.owner
+        ? `held by pid ${result.owner.pid} on ${result.owner.hostname}, alive`
+        : 'no owner record, not stale yet';
   return `${result.lockPath}${result.forced ? ` (forced: ${holder})` : result.wasStale ? ' (stale)' : result.wasOverHeld ? ' (past its max hold)' : ' (holder gone)'}`;
 }
 

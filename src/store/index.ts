@@ -10,7 +10,7 @@ export * from './sessions-store.js';
 export type { StorePin } from './sessions-store-replace.js';
 export * from './archive.js';
 export * from './lock.js';
-export { DEFAULT_STALE_MS, LOCK_SUFFIX, foreignLockContent, mayTakeOver, readLockOwner, removeLockFolder, type LockInfo, type LockOwnerInfo, type LockOwnerRecord, type TakeoverPolicy } from './lock-owner.js';
+export { DEFAULT_STALE_MS, FILE_LOCK_ORPHAN_GRACE_MS, LOCK_SUFFIX, foreignLockContent, mayTakeOver, readLockOwner, removeLockFolder, type FileLockRecord, type LockInfo, type LockKind, type LockOwnerInfo, type LockOwnerRecord, type TakeoverPolicy } from './lock-owner.js';
 export * from './lock-admin.js';
 export * from './transcript.js';
 export * from './transcript-read.js';

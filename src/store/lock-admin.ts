@@ -1,22 +1,34 @@
 // `switchboard locks` for operators: listLocks() finds every lock under a folder and judges it,
 // releaseLock() removes one (a live, in-time holder only with force). Both work through
 // lock-owner.ts's inspection and verified removal; acquiring is lock.ts's, holding lock-held.ts's.
+// Locks are switchboard's lock folders and another program's lock files (OpenClaw's, a regular
+// `<target>.lock`: lock-owner.ts, "Locks of another program").
 
-import { promises as fsp } from 'node:fs';
+import { constants as fsConstants, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
-import { LOCK_SUFFIX, clearLock, describeHolder, foreignLockContent, heldLocks, inspectLock, type LockInfo, type LockOwnerRecord } from './lock-owner.js';
+import { LOCK_SUFFIX, clearLock, describeHolder, foreignLockContent, heldLocks, inspectLock, parseFileLockRecord, type FileLockRecord, type LockInfo, type LockKind, type LockOwnerRecord } from './lock-owner.js';
+import { TRANSCRIPT_SUFFIX } from './paths.js';
+import { STORE_OPEN_FLAGS } from './regular-file.js';
 
 export interface ReleaseLockResult {
   lockPath: string;
+  kind: LockKind;
   owner: LockOwnerRecord | null;
+  /** An OpenClaw lock file's record (kind 'openclaw' / 'file'); null for a lock folder. */
+  fileLock: FileLockRecord | null;
   /** True when the holder was live and in time, so only --force could release it. */
   forced: boolean;
   wasStale: boolean;
   wasOverHeld: boolean;
 }
 
-/** Every `*.lock` directory under rootDir (recursively), with its owner record and judgement. */
+/**
+ * Every lock under rootDir (recursively), with its record and judgement: each `*.lock` directory,
+ * and each regular `*.lock` file that is a lock switchboard would wait for — one holding OpenClaw's
+ * record, or any at the lock name of a transcript (`*.jsonl.lock`) or of a file next to it (a
+ * `build.lock` of some other program, with no `build` beside it and no record, is none).
+ */
 export async function listLocks(rootDir: string, options: { staleMs?: number } = {}): Promise<LockInfo[]> {
   const lockDirs: string[] = [];
   await collectLockDirs(path.resolve(rootDir), lockDirs);
@@ -33,17 +45,42 @@ async function collectLockDirs(dir: string, out: string[]): Promise<void> {
     if (code === 'ENOENT' || code === 'ENOTDIR') return;
     throw ioError(`could not list ${dir}`, err);
   }
+  const names = new Set(entries.map((entry) => entry.name));
   for (const entry of entries) {
-    if (!entry.isDirectory()) continue; // symlinks are not followed
     const full = path.join(dir, entry.name);
+    if (entry.isFile()) {
+      if (entry.name.endsWith(LOCK_SUFFIX) && (await isLockFile(full, names))) out.push(full);
+      continue;
+    }
+    if (!entry.isDirectory()) continue; // symlinks are not followed
     if (entry.name.endsWith(LOCK_SUFFIX)) out.push(full);
     else await collectLockDirs(full, out);
   }
 }
 
+async function isLockFile(file: string, siblings: ReadonlySet<string>): Promise<boolean> {
+  const target = path.basename(file).slice(0, -LOCK_SUFFIX.length);
+  if (target.endsWith(TRANSCRIPT_SUFFIX) || siblings.has(target)) return true;
+  try {
+    const handle = await fsp.open(file, fsConstants.O_RDONLY | STORE_OPEN_FLAGS);
+    try {
+      if (!(await handle.stat()).isFile()) return false;
+      const { buffer, bytesRead } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
+      return parseFileLockRecord(buffer.subarray(0, bytesRead).toString('utf8'), 0)?.pid != null;
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Removes a lock (given as the lock directory or its target). A live, in-time holder is refused
- * with SESSION_BUSY unless force; stale, over-held or dead holders are released without it.
+ * Removes a lock (given as the lock directory or file, or its target). A live, in-time holder is
+ * refused with SESSION_BUSY unless force; stale, over-held or dead holders are released without it.
+ * An OpenClaw lock file is released without force only when OpenClaw itself would reclaim it
+ * (holder dead or pid reused; no pid and 30 s untouched): a live OpenClaw holder, even one past
+ * its max hold, only with force — and is not told: it goes on writing as if it held the lock.
  * dryRun: the same checks and answer, nothing removed.
  */
 export async function releaseLock(lockOrTargetPath: string, options: { force?: boolean; staleMs?: number; dryRun?: boolean } = {}): Promise<ReleaseLockResult> {
@@ -61,12 +98,16 @@ export async function releaseLock(lockOrTargetPath: string, options: { force?: b
   }
   const live = !info.stale && !info.overHeld && info.holderAlive !== false;
   if (live && options.force !== true) {
-    throw new SwitchboardError('SESSION_BUSY', `lock ${lockPath} is ${describeHolder(info)}, alive and within its max hold`, {
-      hint: 'wait for it, or pass --force to release it anyway (the holder then stops writing)',
-      details: { lockPath, owner: info.owner, ageMs: info.ageMs },
+    throw new SwitchboardError('SESSION_BUSY', `lock ${lockPath} is ${describeHolder(info)}${info.kind === 'switchboard' ? ', alive and within its max hold' : ''}`, {
+      hint:
+        info.kind === 'switchboard'
+          ? 'wait for it, or pass --force to release it anyway (the holder then stops writing)'
+          : 'wait for OpenClaw to finish; --force removes its lock file anyway, but OpenClaw is not told and goes on writing: only for a holder you know is stuck',
+      details: { lockPath, kind: info.kind, owner: info.owner, fileLock: info.fileLock, ageMs: info.ageMs },
     });
   }
-  if (options.dryRun === true) return { lockPath, owner: info.owner, forced: live, wasStale: info.stale, wasOverHeld: info.overHeld };
+  const result: ReleaseLockResult = { lockPath, kind: info.kind, owner: info.owner, fileLock: info.fileLock, forced: live, wasStale: info.stale, wasOverHeld: info.overHeld };
+  if (options.dryRun === true) return result;
   const ownHolder = heldLocks.get(lockPath);
   if (ownHolder !== undefined && ownHolder.owner.lockId === info.owner?.lockId) ownHolder.loseToOperator();
   if (!(await clearLock(lockPath, info, options.staleMs))) {
@@ -75,5 +116,5 @@ export async function releaseLock(lockOrTargetPath: string, options: { force?: b
       details: { lockPath },
     });
   }
-  return { lockPath, owner: info.owner, forced: live, wasStale: info.stale, wasOverHeld: info.overHeld };
+  return result;
 }

@@ -54,10 +54,31 @@
 //    The holder's own max-hold watchdog still gives the lock up, but never in the middle of a
 //    fenced write (LockHandle.fence): the release waits until the write has finished.
 //
+// Locks of another program: OpenClaw (2026.7.1; its session-write-lock on fs-safe's sidecar lock)
+// guards the same transcripts with a regular FILE `<target>.lock`, created with open(…, "wx") and
+// holding `{pid, createdAt, maxHoldMs, starttime}` (starttime: /proc/<pid>/stat field 22, like
+// processStartTicks). Neither program can take the other's shape (mkdir fails on the file, open
+// "wx" fails on the folder), so such a file is a lock HELD by another program (kind 'openclaw';
+// 'file' when it holds no record, e.g. between OpenClaw's create and its write): writers wait for
+// it and time out with their busy code. It is reclaimed (renamed to a tombstone, checked to be the
+// very file judged — same inode, same bytes — and deleted, as OpenClaw's remove-if-unchanged does)
+// by OpenClaw's own rule for a waiter, never from a live holder:
+//  * its pid is dead (no such process, a zombie) or reused (starttime differs): at once;
+//  * it names no pid (no record, half-written, foreign): once its mtime is 30 s old (OpenClaw's
+//    orphan-payload grace);
+//  * a live holder is never reclaimed, even past createdAt + maxHoldMs or OpenClaw's staleMs
+//    (OpenClaw's own waiters only report those, "too-old" / "hold-exceeded"; the holder's own
+//    watchdog releases a hold past its max): it is waited for until the waiter's timeout.
+// OpenClaw also reclaims locks of a live pid whose command line is not OpenClaw's, and of a record
+// without a valid createdAt after the grace; switchboard does not (it cannot know every way
+// OpenClaw is started, and a live pid may be writing), so it is the stricter of the two.
+// switchboard never creates such a file. Only regular files count: a link, FIFO or socket at a
+// lock path stays STORE_CORRUPT (lock.ts), never read, never waited on.
+//
 // Lock timing deliberately uses the real wall clock (core's systemClock), never an injected `--now`
 // clock: ages are compared with file mtimes and with other processes' records.
 
-import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, linkSync, lstatSync, openSync, readFileSync, readSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -68,6 +89,11 @@ export const DEFAULT_STALE_MS = 10_000;
 export const OWNER_FILE = 'owner.json';
 export const CHILD_FILE = 'child.json';
 export const LOCK_SUFFIX = '.lock';
+
+/** A file lock without a pid is reclaimed once its mtime is this old (OpenClaw's orphan-payload grace). */
+export const FILE_LOCK_ORPHAN_GRACE_MS = 30_000;
+/** More than any lock record: what a file lock read takes at most. */
+const MAX_FILE_LOCK_BYTES = 64 * 1024;
 
 /** When a waiter may take a lock over from its holder; see "Takeover policies" above. */
 export type TakeoverPolicy = 'stale' | 'dead';
@@ -102,19 +128,46 @@ export interface LockOwnerRecord {
   runId?: string;
 }
 
+/**
+ * What stands at a lock path: 'switchboard', a lock folder (owner.json inside); 'openclaw', a
+ * regular file holding OpenClaw's lock record; 'file', a regular file without one (see "Locks of
+ * another program" above).
+ */
+export type LockKind = 'switchboard' | 'openclaw' | 'file';
+
+/** A file lock's record, fields as OpenClaw reads them (anything else in the file is ignored). */
+export interface FileLockRecord {
+  /** A positive integer, else null. */
+  pid: number | null;
+  /** ISO time the holder took the lock; null when missing or not a date. */
+  createdAt: string | null;
+  maxHoldMs: number | null;
+  /** The holder's /proc start time (clock ticks since boot). */
+  starttime: number | null;
+  /** createdAt + maxHoldMs has passed: only the holder's own watchdog ends such a hold, no waiter does. */
+  pastMaxHold: boolean;
+}
+
 /** One lock found on disk, as `switchboard locks` shows it. */
 export interface LockInfo {
   lockPath: string;
   targetPath: string;
+  kind: LockKind;
+  /** switchboard's owner record; null for a lock folder without one and for file locks. */
   owner: LockOwnerRecord | null;
+  /** A file lock's record (kind 'openclaw' or 'file'); null for a lock folder. */
+  fileLock: FileLockRecord | null;
   mtimeMs: number;
-  /** Time since acquiredAt; null when the owner record is missing. */
+  /** Time since acquiredAt (a file lock: createdAt); null when the record is missing. */
   ageMs: number | null;
-  /** mtime older than staleMs: the holder stopped refreshing (crashed or frozen). */
+  /**
+   * mtime older than staleMs: the holder stopped refreshing (crashed or frozen). A file lock: it
+   * names no pid and its mtime is FILE_LOCK_ORPHAN_GRACE_MS old.
+   */
   stale: boolean;
-  /** acquiredAt + maxHoldMs has passed: any waiter may take the lock over. */
+  /** acquiredAt + maxHoldMs has passed: any waiter may take the lock over. Never for a file lock (see fileLock.pastMaxHold). */
   overHeld: boolean;
-  /** Same host only: false when no process with that pid exists; null when unknown. */
+  /** Same host only (a file lock's holder is taken to be on this host): false when no process with that pid exists; null when unknown. */
   holderAlive: boolean | null;
   heldByThisProcess: boolean;
 }
@@ -259,8 +312,10 @@ export function describeHolding(lockPath: string, owner: LockOwnerRecord | null,
   const staleAfter = Math.max(staleMs ?? 0, isPositiveNumber(owner?.staleMs) ? owner.staleMs : 0) || DEFAULT_STALE_MS;
   return {
     lockPath,
-    targetPath: lockPath.endsWith(LOCK_SUFFIX) ? lockPath.slice(0, -LOCK_SUFFIX.length) : lockPath,
+    targetPath: targetOf(lockPath),
+    kind: 'switchboard',
     owner,
+    fileLock: null,
     mtimeMs,
     ageMs: owner === null ? null : Math.max(0, at - owner.acquiredAt),
     stale: mtimeMs < at - staleAfter,
@@ -270,10 +325,18 @@ export function describeHolding(lockPath: string, owner: LockOwnerRecord | null,
   };
 }
 
-/** Reads one lock directory; null when it does not exist. staleMs: the observer's threshold. */
+function targetOf(lockPath: string): string {
+  return lockPath.endsWith(LOCK_SUFFIX) ? lockPath.slice(0, -LOCK_SUFFIX.length) : lockPath;
+}
+
+/**
+ * Reads one lock — a lock folder, or a regular file (another program's lock, see "Locks of
+ * another program" above); null when nothing is there. staleMs: the observer's threshold.
+ */
 export async function inspectLock(lockPath: string, staleMs?: number): Promise<LockInfo | null> {
   let mtimeMs: number;
   try {
+    if (lstatSync(lockPath).isFile()) return inspectFileLock(lockPath)?.info ?? null;
     mtimeMs = statSync(lockPath).mtimeMs;
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
@@ -285,19 +348,152 @@ export async function inspectLock(lockPath: string, staleMs?: number): Promise<L
 function isHolderAlive(owner: LockOwnerRecord): boolean | null {
   if (owner.hostname !== HOSTNAME) return null;
   if (owner.pid === process.pid) return owner.processStartTime === PROCESS_START_TIME ? true : null;
+  return isPidAlive(owner.pid, typeof owner.processStartTicks === 'number' ? owner.processStartTicks : null);
+}
+
+/** Whether `pid` runs (on this host) and is the process that started at `startTicks`, when given. */
+function isPidAlive(pid: number, startTicks: number | null): boolean {
   try {
-    process.kill(owner.pid, 0);
+    process.kill(pid, 0);
   } catch (err) {
     if (errnoOf(err) !== 'EPERM') return false;
   }
   // The pid exists. It is the holder unless /proc proves otherwise: a zombie has exited (it can
   // write nothing more), a different start time is another process that reused the pid. Without
   // /proc or without a recorded start time, "alive" is the conservative reading.
-  const proc = readProcStat(owner.pid);
+  const proc = readProcStat(pid);
   if (proc === null) return true;
   if (proc.state === 'Z' || proc.state === 'X') return false;
-  if (typeof owner.processStartTicks === 'number' && owner.processStartTicks !== proc.startTicks) return false;
+  if (startTicks !== null && startTicks !== proc.startTicks) return false;
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// File locks (another program's; see "Locks of another program" above)
+
+/** A file lock as judged, with what tells that very file apart: inode and bytes (OpenClaw's own test). */
+interface FileLockSnapshot {
+  info: LockInfo;
+  dev: number;
+  ino: number;
+  text: string;
+}
+
+/** What clearLock compares the file it moved away with: the snapshot its judgement was made on. */
+const judgedFileLocks = new WeakMap<LockInfo, FileLockSnapshot>();
+
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+
+/** The record in a file lock, as OpenClaw's session-write-lock parses it; null when it is no JSON object. */
+export function parseFileLockRecord(text: string, at: number): FileLockRecord | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const raw = value as Record<string, unknown>;
+  const pid = isCount(raw.pid) && raw.pid > 0 ? raw.pid : null;
+  const createdAtMs = typeof raw.createdAt === 'string' ? Date.parse(raw.createdAt) : Number.NaN;
+  const createdAt = Number.isFinite(createdAtMs) ? (raw.createdAt as string) : null;
+  const maxHoldMs = isCount(raw.maxHoldMs) && raw.maxHoldMs > 0 ? raw.maxHoldMs : null;
+  const starttime = isCount(raw.starttime) ? raw.starttime : null;
+  return { pid, createdAt, maxHoldMs, starttime, pastMaxHold: createdAt !== null && maxHoldMs !== null && at > createdAtMs + maxHoldMs };
+}
+
+/** Reads and judges the regular file at lockPath (no link followed, no FIFO waited on); null when it is gone or no regular file. */
+function inspectFileLock(lockPath: string): FileLockSnapshot | null {
+  let fd: number;
+  try {
+    fd = openSync(lockPath, fsConstants.O_RDONLY | STORE_OPEN_FLAGS);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT' || code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') return null;
+    throw ioError(`could not inspect lock ${lockPath}`, err);
+  }
+  let text: string;
+  let stats;
+  try {
+    stats = fstatSync(fd);
+    if (!stats.isFile()) return null;
+    const buffer = Buffer.alloc(Math.min(MAX_FILE_LOCK_BYTES, Math.max(0, stats.size)));
+    let length = 0;
+    while (length < buffer.length) {
+      const read = readSync(fd, buffer, length, buffer.length - length, length);
+      if (read === 0) break;
+      length += read;
+    }
+    text = buffer.subarray(0, length).toString('utf8');
+  } catch (err) {
+    throw ioError(`could not read lock ${lockPath}`, err);
+  } finally {
+    closeSync(fd);
+  }
+  const at = now();
+  const record = parseFileLockRecord(text, at);
+  const fileLock: FileLockRecord = record ?? { pid: null, createdAt: null, maxHoldMs: null, starttime: null, pastMaxHold: false };
+  // switchboard holds no lock files: a record naming this very process was left by an earlier
+  // process with the same pid (OpenClaw: "orphan-self-pid").
+  const holderAlive = fileLock.pid === null ? null : fileLock.pid !== process.pid && isPidAlive(fileLock.pid, fileLock.starttime);
+  const info: LockInfo = {
+    lockPath,
+    targetPath: targetOf(lockPath),
+    kind: fileLock.pid !== null ? 'openclaw' : 'file',
+    owner: null,
+    fileLock,
+    mtimeMs: stats.mtimeMs,
+    ageMs: fileLock.createdAt === null ? null : Math.max(0, at - Date.parse(fileLock.createdAt)),
+    stale: fileLock.pid === null && stats.mtimeMs < at - FILE_LOCK_ORPHAN_GRACE_MS,
+    overHeld: false,
+    holderAlive,
+    heldByThisProcess: false,
+  };
+  const snapshot = { info, dev: stats.dev, ino: stats.ino, text };
+  judgedFileLocks.set(info, snapshot);
+  return snapshot;
+}
+
+/**
+ * clearLock for a file lock: renames it to a tombstone, checks it moved the very file judged
+ * (same inode and bytes; still without a pid and old, when it was judged by its age) and deletes
+ * it; otherwise it is linked back (a file lock taken meanwhile at the path wins).
+ */
+function clearFileLock(lockPath: string, seen: LockInfo): boolean {
+  const tomb = tombstonePath(lockPath);
+  try {
+    renameSync(lockPath, tomb);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return true; // someone else cleared it
+    throw ioError(`could not clear lock ${lockPath}`, err);
+  }
+  const moved = inspectFileLock(tomb);
+  const judged = judgedFileLocks.get(seen);
+  const sameFile =
+    moved !== null &&
+    (judged !== undefined
+      ? moved.dev === judged.dev && moved.ino === judged.ino && moved.text === judged.text
+      : moved.info.fileLock?.pid === seen.fileLock?.pid && moved.info.fileLock?.createdAt === seen.fileLock?.createdAt);
+  const stillJudgedTheSame = seen.stale && seen.holderAlive !== false ? moved?.info.stale === true : true;
+  if (!sameFile || !stillJudgedTheSame) {
+    try {
+      linkSync(tomb, lockPath);
+    } catch {
+      // the path was taken meanwhile: the moved holding lost it
+    }
+    removeFileTombstone(tomb);
+    return false;
+  }
+  removeFileTombstone(tomb);
+  return true;
+}
+
+function removeFileTombstone(tomb: string): void {
+  try {
+    unlinkSync(tomb);
+  } catch {
+    // gone already; a name that cannot go is left as it is (never taken for a lock: no .lock suffix)
+  }
 }
 
 /**
@@ -307,6 +503,9 @@ function isHolderAlive(owner: LockOwnerRecord): boolean | null {
  * and record) by its mtime.
  */
 export function mayTakeOver(seen: LockInfo, policy: TakeoverPolicy): boolean {
+  // Another program's lock file, by OpenClaw's own rule whatever the policy: a dead or reused
+  // pid, or no pid and untouched for the grace; never a live holder, even past its max hold.
+  if (seen.kind !== 'switchboard') return seen.holderAlive === false || seen.stale;
   const strict = policy === 'dead' || seen.owner?.takeover === 'dead';
   // A holder known to be dead (no such pid, a zombie, a reused pid) writes nothing more: its
   // lock is taken over at once, so a crash does not stall the session for staleMs.
@@ -344,6 +543,7 @@ export async function removeLockIfOwned(lockPath: string, lockId: string): Promi
  * directory we move away is still that lock. Returns whether the lock path is now free to try.
  */
 export async function clearLock(lockPath: string, seen: LockInfo, staleMs: number | undefined): Promise<boolean> {
+  if (seen.kind !== 'switchboard') return clearFileLock(lockPath, seen);
   const tomb = tombstonePath(lockPath);
   try {
     renameSync(lockPath, tomb);
@@ -430,11 +630,22 @@ async function putBack(tomb: string, lockPath: string): Promise<void> {
 // Describing a holder (busy errors, `switchboard locks`)
 
 export function describeHolder(info: LockInfo | null): string {
+  if (info !== null && info.kind !== 'switchboard') return describeFileHolder(info);
   const owner = info?.owner;
   if (owner == null) return 'held by an unknown process (no owner record)';
   const run = owner.runId !== undefined ? `, run ${owner.runId}` : '';
   const session = owner.sessionKey !== undefined ? `, session ${owner.sessionKey}` : '';
   return `held by pid ${owner.pid} on ${owner.hostname}${run}${session} for ${formatMs(info?.ageMs ?? 0)}`;
+}
+
+function describeFileHolder(info: LockInfo): string {
+  const record = info.fileLock;
+  if (record === null || record.pid === null) {
+    return `held by another program (a lock file with no holder's pid in it, untouched for ${formatMs(Math.max(0, now() - info.mtimeMs))}; reclaimed once it is ${formatMs(FILE_LOCK_ORPHAN_GRACE_MS)} old)`;
+  }
+  const state = info.holderAlive === false ? ', which is gone' : record.pastMaxHold ? `, past its max hold of ${formatMs(record.maxHoldMs ?? 0)}` : '';
+  const since = info.ageMs !== null ? ` for ${formatMs(info.ageMs)}` : '';
+  return `held by OpenClaw, pid ${record.pid}${state}${since} (its lock file)`;
 }
 
 export function formatMs(ms: number): string {

@@ -291,12 +291,15 @@ async function acquireFileLock(
       return await lockOnce(target, lockPath, settings, ownerInfo, run.passTurn);
     } catch (err) {
       const code = errnoOf(err);
-      // A lock is a folder: a link, FIFO or file in its place (put there by hand) is no holder to
-      // wait for or to take over, and no error to retry.
+      // A lock of ours is a folder; a regular file in its place is another program's lock
+      // (OpenClaw's: lock-owner.ts, "Locks of another program"), waited for and reclaimed by that
+      // program's rule. A link, FIFO or socket there is no holder to wait for or to take over, and
+      // no error to retry.
       const kind = lstatKindSync(lockPath);
-      if (kind !== null && kind !== 'directory') throw notALockFolder(lockPath, kind);
-      if (code === 'ELOCKED' || code === 'ENOTEMPTY' || code === 'EEXIST') {
-        // ENOTEMPTY: proper-lockfile judged the lock stale but could not rmdir it (owner record)
+      if (kind !== null && kind !== 'directory' && kind !== 'file') throw notALockFolder(lockPath, kind);
+      if (kind === 'file' || code === 'ELOCKED' || code === 'ENOTEMPTY' || code === 'EEXIST') {
+        // ENOTEMPTY: proper-lockfile judged the lock stale but could not rmdir it (owner record);
+        // ENOTDIR: it judged a lock file stale by its mtime, and rmdir cannot remove a file
         const seen = await inspectLock(lockPath, settings.staleMs);
         if (seen === null) continue; // released meanwhile: try again at once
         if (mayTakeOver(seen, settings.takeover) && (await clearLock(lockPath, seen, settings.staleMs))) continue;
@@ -385,7 +388,7 @@ async function lockOnce(
 // Errors
 
 function notALockFolder(lockPath: string, kind: FileKind): SwitchboardError {
-  return new SwitchboardError('STORE_CORRUPT', `${lockPath} is ${describeFileKind(kind)}, not a lock folder; switchboard never follows links or waits on pipes in its store`, {
+  return new SwitchboardError('STORE_CORRUPT', `${lockPath} is ${describeFileKind(kind)}, not a lock (a folder, or another program's lock file); switchboard never follows links or waits on pipes in its store`, {
     hint: 'run `switchboard doctor` to see it; `switchboard doctor --repair` removes it (never what a link points at)',
     details: { path: lockPath, fileKind: kind },
   });
@@ -393,12 +396,23 @@ function notALockFolder(lockPath: string, kind: FileKind): SwitchboardError {
 
 function busyError(target: string, lockPath: string, settings: ResolvedLockSettings, seen: LockInfo | null, waitedMs: number): SwitchboardError {
   const what = settings.busyCode === 'STORE_BUSY' ? 'store lock' : 'session write lock';
+  const foreign = seen !== null && seen.kind !== 'switchboard';
   return new SwitchboardError(
     settings.busyCode,
     `${what} on ${target} is busy: ${describeHolder(seen)}; gave up after ${formatMs(waitedMs)}`,
     {
-      hint: 'retry later; `switchboard locks` shows holders, and a holder past its max hold is taken over automatically',
-      details: { lockPath, targetPath: target, owner: seen?.owner ?? null, ageMs: seen?.ageMs ?? null, waitedMs },
+      hint: foreign
+        ? 'another program (OpenClaw) is writing this file: retry once it is done; `switchboard locks` shows the holder, and its lock is reclaimed once that process is gone'
+        : 'retry later; `switchboard locks` shows holders, and a holder past its max hold is taken over automatically',
+      details: {
+        lockPath,
+        targetPath: target,
+        kind: seen?.kind ?? null,
+        owner: seen?.owner ?? null,
+        ...(foreign ? { fileLock: seen.fileLock } : {}),
+        ageMs: seen?.ageMs ?? null,
+        waitedMs,
+      },
     },
   );
 }

@@ -51,26 +51,26 @@ export async function checkNonRegular(doc: StoreCheck): Promise<void> {
 }
 
 /**
- * A lock is a folder: a link, FIFO or file at the lock name of a store file makes every write of
- * that file STORE_CORRUPT until it goes. Nobody can hold such a "lock" (the mkdir that takes one
- * fails), so --repair removes the name (never what a link points at) without waiting for anyone.
+ * A lock is a folder (switchboard's) or a regular file (OpenClaw's lock file: a lock held by
+ * another program, judged by the locks step). A link, FIFO or socket at the lock name of a store
+ * file makes every write of that file STORE_CORRUPT until it goes. Nobody can hold such a "lock"
+ * (the mkdir that takes one fails, and it is never read), so --repair removes the name (never what
+ * a link points at) without waiting for anyone.
  */
 async function checkLockNames(doc: StoreCheck): Promise<void> {
-  const found = [...doc.listing.others, ...doc.listing.files.map((name) => ({ name, kind: 'file' as FileKind }))].filter(
-    ({ name }) => name.endsWith('.lock') && isStoreFileName(doc, name.slice(0, -'.lock'.length)),
-  );
+  const found = doc.listing.others.filter(({ name }) => name.endsWith('.lock') && isStoreFileName(doc, name.slice(0, -'.lock'.length)));
   for (const { name, kind } of found) {
     const file = doc.inside(name);
     const problem = doc.problem({
       kind: 'not-regular-file',
       file,
-      message: `${name} is ${describeFileKind(kind)}, not a lock folder: writes of ${name.slice(0, -'.lock'.length)} fail until it is gone; --repair removes it`,
+      message: `${name} is ${describeFileKind(kind)}, not a lock (a folder, or OpenClaw's lock file): writes of ${name.slice(0, -'.lock'.length)} fail until it is gone; --repair removes it`,
       repairable: true,
     });
     if (!doc.repair) continue;
     await doc.attempt([problem], async () => {
       const now = await lstatKind(file);
-      if (now === null || now === 'directory') return { action: `nothing to do: it is ${now === null ? 'gone' : 'a lock folder now'}`, changes: [] };
+      if (now === null || now === 'directory' || now === 'file') return { action: `nothing to do: it is ${now === null ? 'gone' : now === 'file' ? 'a lock file now' : 'a lock folder now'}`, changes: [] };
       await fsp.unlink(file);
       await fsyncFolder(path.dirname(file));
       return { action: `removed the ${describeFileKind(now).replace(/^an? /, '')}`, changes: [{ action: 'removed', file }] };
