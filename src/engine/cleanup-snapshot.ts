@@ -89,7 +89,8 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
   const files = new Set<string>();
   const locked = new Set<string>();
   for (const dirent of dirents) {
-    if (dirent.isDirectory() && dirent.name.endsWith(LOCK_SUFFIX)) locked.add(dirent.name.slice(0, -LOCK_SUFFIX.length));
+    // A folder is switchboard's lock, a regular file OpenClaw's (store/lock-owner.ts): either way held.
+    if ((dirent.isDirectory() || dirent.isFile()) && dirent.name.endsWith(LOCK_SUFFIX)) locked.add(dirent.name.slice(0, -LOCK_SUFFIX.length));
     else if (dirent.isFile()) files.add(dirent.name);
   }
 

@@ -4,7 +4,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
-import { archivePathFor, parseArchiveName, resolveInside, type ArchiveReason, type ParsedArchiveName } from './paths.js';
+import { archivePathFor, parseArchiveName, parseSessionArtifactName, resolveInside, type ArchiveReason, type ParsedArchiveName } from './paths.js';
 import { fileSystemFor, fsyncFolder, type StoreFileSystem } from './store-fs.js';
 
 export interface ArchiveFileOptions {
@@ -81,7 +81,8 @@ export async function findInstanceTranscript(sessionsDir: string, sessionId: str
   } catch {
     return null;
   }
-  const isOwn = (name: string): boolean => name === `${sessionId}.jsonl` || (name.startsWith(`${sessionId}-topic-`) && name.endsWith('.jsonl'));
+  // A thread transcript's OpenClaw trajectory or checkpoint file (`<id>-topic-<t>.trajectory.jsonl`) is no transcript of it.
+  const isOwn = (name: string): boolean => name === `${sessionId}.jsonl` || (name.startsWith(`${sessionId}-topic-`) && name.endsWith('.jsonl') && parseSessionArtifactName(name) === null);
   const live = names.find(isOwn);
   if (live !== undefined) return resolveInside(sessionsDir, live);
   const newest = newestArchive(names, (archive) => isOwn(archive.originalName));

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { holdOpenClawLock } from '../fixtures/openclaw-lock.js';
 import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
@@ -151,6 +152,31 @@ describe('sessions cleanup safety rules', () => {
     assert.deepEqual(summary.actions, []);
     assert.deepEqual(listing(store.dir), before);
     assert.ok(fs.readFileSync(store.storePath).equals(storeBytes), 'sessions.json not rewritten');
+  });
+
+  test("16b: a transcript OpenClaw holds its lock file on is locked for the plan too: dry-run plans exactly what apply does", async () => {
+    const { state, cli } = setup({ session: { maintenance: { mode: 'enforce', pruneAfter: '30d', maxEntries: 50 } } });
+    const store = generateStore(state, 'main', [
+      { key: 'agent:main:direct:openclaw', ageMs: 90 * DAY, bytes: 500 },
+      { key: 'agent:main:direct:stale', ageMs: 90 * DAY, bytes: 500 },
+      { key: 'agent:main:direct:fresh', ageMs: DAY, bytes: 500 },
+    ]);
+    const lockedFile = store.fileOf('agent:main:direct:openclaw');
+    const holder = await holdOpenClawLock(`${lockedFile}.lock`);
+    try {
+      const plan = jsonLines((await cli('sessions', 'cleanup', '--dry-run', '--json', '--now', iso(NOW))).stdout)[0];
+      const applied = await cli('sessions', 'cleanup', '--json', '--now', iso(NOW));
+      assert.equal(applied.code, 0, applied.stderr);
+      const done = jsonLines(applied.stdout)[0];
+      const keys = (summary: { actions: { key: string }[] }) => summary.actions.map((a) => a.key).sort();
+      assert.deepEqual(keys(plan), ['agent:main:direct:stale']);
+      assert.deepEqual(keys(done), keys(plan));
+      assert.equal(plan.protected, 1);
+      assert.ok(readStore(store.storePath)['agent:main:direct:openclaw'], 'the locked session stays');
+    } finally {
+      holder.child.kill('SIGKILL');
+      await holder.exited;
+    }
   });
 
   test('16: pinned, locked (a real holder process) and --active-key sessions are never removed', async () => {

@@ -10,6 +10,7 @@ import {
   archiveFile,
   archivePathFor,
   ensureStateDir,
+  findInstanceTranscript,
   formatArchiveTimestamp,
   parseArchiveName,
   resolveAgentSessionsDir,
@@ -256,5 +257,15 @@ describe('case 6: ids that try to escape never produce a path outside the store'
     }
     // Both outcomes must occur, or the sweep tested nothing.
     assert.ok(produced > 1000 && refused > 1000, `produced ${produced}, refused ${refused}`);
+  });
+});
+
+describe('findInstanceTranscript', () => {
+  test("a thread instance whose transcript was archived is found in its archive, not in OpenClaw's trajectory file left under the live name", async () => {
+    const dir = makeTempDir('sb-instance-');
+    const id = '6398abbc-36d6-4a0f-a43d-1b1faa1a0997';
+    const archived = path.basename(archivePathFor(path.join(dir, `${id}-topic-7.jsonl`), 'reset', Date.UTC(2026, 11, 1)));
+    for (const name of [`${id}-topic-7.trajectory.jsonl`, `${id}-topic-7.trajectory-path.json`, archived]) await writeFile(path.join(dir, name), '{}\n');
+    assert.equal(await findInstanceTranscript(dir, id), path.join(dir, archived));
   });
 });
