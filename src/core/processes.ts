@@ -30,6 +30,25 @@ export function readProcStat(pid: number | 'self'): ProcStat | null {
 }
 
 /**
+ * Whether `pid` runs on this host and is the process that started at `startTicks` (when given).
+ * It is, unless /proc proves otherwise: a zombie has exited (it can do nothing more), a different
+ * start time is another process that reused the pid. Without /proc or without a start time,
+ * "alive" is the conservative reading; so is EPERM (a process of another user).
+ */
+export function isProcessAlive(pid: number, startTicks: number | null): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const proc = readProcStat(pid);
+  if (proc === null) return true;
+  if (proc.state === 'Z' || proc.state === 'X') return false;
+  if (startTicks !== null && startTicks !== proc.startTicks) return false;
+  return true;
+}
+
+/**
  * SIGKILLs the process group `sid` and every other process of session `sid` (whose leader it
  * is: runners are spawned detached). A job in a group of its own (`set -m`, setpgid) is still in
  * the session; only a process that made a session of its own (setsid, a daemon) leaves it.

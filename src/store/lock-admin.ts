@@ -7,7 +7,8 @@
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
-import { LOCK_SUFFIX, clearLock, describeHolder, foreignLockContent, heldLocks, inspectLock, parseFileLockRecord, type FileLockRecord, type LockInfo, type LockKind, type LockOwnerRecord } from './lock-owner.js';
+import { parseFileLockRecord, type FileLockRecord } from './file-lock.js';
+import { LOCK_SUFFIX, clearLock, describeHolder, foreignLockContent, heldLocks, inspectLock, type LockInfo, type LockKind, type LockOwnerRecord } from './lock-owner.js';
 import { TRANSCRIPT_SUFFIX } from './paths.js';
 import { STORE_OPEN_FLAGS } from './regular-file.js';
 

@@ -78,22 +78,18 @@
 // Lock timing deliberately uses the real wall clock (core's systemClock), never an injected `--now`
 // clock: ages are compared with file mtimes and with other processes' records.
 
-import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, linkSync, lstatSync, openSync, readFileSync, readSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, lstatSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { errnoOf, ioError, killProcessSession, nodeCrypto, readProcStat, systemClock } from '../core/index.js';
+import { errnoOf, ioError, isProcessAlive, killProcessSession, nodeCrypto, readProcStat, systemClock } from '../core/index.js';
+import { FILE_LOCK_ORPHAN_GRACE_MS, clearFileLock, inspectFileLock, lockTargetOf, type FileLockRecord } from './file-lock.js';
 import { STORE_OPEN_FLAGS } from './regular-file.js';
 
 export const DEFAULT_STALE_MS = 10_000;
 export const OWNER_FILE = 'owner.json';
 export const CHILD_FILE = 'child.json';
 export const LOCK_SUFFIX = '.lock';
-
-/** A file lock without a pid is reclaimed once its mtime is this old (OpenClaw's orphan-payload grace). */
-export const FILE_LOCK_ORPHAN_GRACE_MS = 30_000;
-/** More than any lock record: what a file lock read takes at most. */
-const MAX_FILE_LOCK_BYTES = 64 * 1024;
 
 /** When a waiter may take a lock over from its holder; see "Takeover policies" above. */
 export type TakeoverPolicy = 'stale' | 'dead';
@@ -134,19 +130,6 @@ export interface LockOwnerRecord {
  * another program" above).
  */
 export type LockKind = 'switchboard' | 'openclaw' | 'file';
-
-/** A file lock's record, fields as OpenClaw reads them (anything else in the file is ignored). */
-export interface FileLockRecord {
-  /** A positive integer, else null. */
-  pid: number | null;
-  /** ISO time the holder took the lock; null when missing or not a date. */
-  createdAt: string | null;
-  maxHoldMs: number | null;
-  /** The holder's /proc start time (clock ticks since boot). */
-  starttime: number | null;
-  /** createdAt + maxHoldMs has passed: only the holder's own watchdog ends such a hold, no waiter does. */
-  pastMaxHold: boolean;
-}
 
 /** One lock found on disk, as `switchboard locks` shows it. */
 export interface LockInfo {
@@ -312,7 +295,7 @@ export function describeHolding(lockPath: string, owner: LockOwnerRecord | null,
   const staleAfter = Math.max(staleMs ?? 0, isPositiveNumber(owner?.staleMs) ? owner.staleMs : 0) || DEFAULT_STALE_MS;
   return {
     lockPath,
-    targetPath: targetOf(lockPath),
+    targetPath: lockTargetOf(lockPath),
     kind: 'switchboard',
     owner,
     fileLock: null,
@@ -323,10 +306,6 @@ export function describeHolding(lockPath: string, owner: LockOwnerRecord | null,
     holderAlive: owner === null ? null : isHolderAlive(owner),
     heldByThisProcess: owner !== null && heldLocks.get(lockPath)?.owner.lockId === owner.lockId,
   };
-}
-
-function targetOf(lockPath: string): string {
-  return lockPath.endsWith(LOCK_SUFFIX) ? lockPath.slice(0, -LOCK_SUFFIX.length) : lockPath;
 }
 
 /**
@@ -348,152 +327,7 @@ export async function inspectLock(lockPath: string, staleMs?: number): Promise<L
 function isHolderAlive(owner: LockOwnerRecord): boolean | null {
   if (owner.hostname !== HOSTNAME) return null;
   if (owner.pid === process.pid) return owner.processStartTime === PROCESS_START_TIME ? true : null;
-  return isPidAlive(owner.pid, typeof owner.processStartTicks === 'number' ? owner.processStartTicks : null);
-}
-
-/** Whether `pid` runs (on this host) and is the process that started at `startTicks`, when given. */
-function isPidAlive(pid: number, startTicks: number | null): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if (errnoOf(err) !== 'EPERM') return false;
-  }
-  // The pid exists. It is the holder unless /proc proves otherwise: a zombie has exited (it can
-  // write nothing more), a different start time is another process that reused the pid. Without
-  // /proc or without a recorded start time, "alive" is the conservative reading.
-  const proc = readProcStat(pid);
-  if (proc === null) return true;
-  if (proc.state === 'Z' || proc.state === 'X') return false;
-  if (startTicks !== null && startTicks !== proc.startTicks) return false;
-  return true;
-}
-
-// ---------------------------------------------------------------------------------------------
-// File locks (another program's; see "Locks of another program" above)
-
-/** A file lock as judged, with what tells that very file apart: inode and bytes (OpenClaw's own test). */
-interface FileLockSnapshot {
-  info: LockInfo;
-  dev: number;
-  ino: number;
-  text: string;
-}
-
-/** What clearLock compares the file it moved away with: the snapshot its judgement was made on. */
-const judgedFileLocks = new WeakMap<LockInfo, FileLockSnapshot>();
-
-const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-
-/** The record in a file lock, as OpenClaw's session-write-lock parses it; null when it is no JSON object. */
-export function parseFileLockRecord(text: string, at: number): FileLockRecord | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
-  const raw = value as Record<string, unknown>;
-  const pid = isCount(raw.pid) && raw.pid > 0 ? raw.pid : null;
-  const createdAtMs = typeof raw.createdAt === 'string' ? Date.parse(raw.createdAt) : Number.NaN;
-  const createdAt = Number.isFinite(createdAtMs) ? (raw.createdAt as string) : null;
-  const maxHoldMs = isCount(raw.maxHoldMs) && raw.maxHoldMs > 0 ? raw.maxHoldMs : null;
-  const starttime = isCount(raw.starttime) ? raw.starttime : null;
-  return { pid, createdAt, maxHoldMs, starttime, pastMaxHold: createdAt !== null && maxHoldMs !== null && at > createdAtMs + maxHoldMs };
-}
-
-/** Reads and judges the regular file at lockPath (no link followed, no FIFO waited on); null when it is gone or no regular file. */
-function inspectFileLock(lockPath: string): FileLockSnapshot | null {
-  let fd: number;
-  try {
-    fd = openSync(lockPath, fsConstants.O_RDONLY | STORE_OPEN_FLAGS);
-  } catch (err) {
-    const code = errnoOf(err);
-    if (code === 'ENOENT' || code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') return null;
-    throw ioError(`could not inspect lock ${lockPath}`, err);
-  }
-  let text: string;
-  let stats;
-  try {
-    stats = fstatSync(fd);
-    if (!stats.isFile()) return null;
-    const buffer = Buffer.alloc(Math.min(MAX_FILE_LOCK_BYTES, Math.max(0, stats.size)));
-    let length = 0;
-    while (length < buffer.length) {
-      const read = readSync(fd, buffer, length, buffer.length - length, length);
-      if (read === 0) break;
-      length += read;
-    }
-    text = buffer.subarray(0, length).toString('utf8');
-  } catch (err) {
-    throw ioError(`could not read lock ${lockPath}`, err);
-  } finally {
-    closeSync(fd);
-  }
-  const at = now();
-  const record = parseFileLockRecord(text, at);
-  const fileLock: FileLockRecord = record ?? { pid: null, createdAt: null, maxHoldMs: null, starttime: null, pastMaxHold: false };
-  // switchboard holds no lock files: a record naming this very process was left by an earlier
-  // process with the same pid (OpenClaw: "orphan-self-pid").
-  const holderAlive = fileLock.pid === null ? null : fileLock.pid !== process.pid && isPidAlive(fileLock.pid, fileLock.starttime);
-  const info: LockInfo = {
-    lockPath,
-    targetPath: targetOf(lockPath),
-    kind: fileLock.pid !== null ? 'openclaw' : 'file',
-    owner: null,
-    fileLock,
-    mtimeMs: stats.mtimeMs,
-    ageMs: fileLock.createdAt === null ? null : Math.max(0, at - Date.parse(fileLock.createdAt)),
-    stale: fileLock.pid === null && stats.mtimeMs < at - FILE_LOCK_ORPHAN_GRACE_MS,
-    overHeld: false,
-    holderAlive,
-    heldByThisProcess: false,
-  };
-  const snapshot = { info, dev: stats.dev, ino: stats.ino, text };
-  judgedFileLocks.set(info, snapshot);
-  return snapshot;
-}
-
-/**
- * clearLock for a file lock: renames it to a tombstone, checks it moved the very file judged
- * (same inode and bytes; still without a pid and old, when it was judged by its age) and deletes
- * it; otherwise it is linked back (a file lock taken meanwhile at the path wins).
- */
-function clearFileLock(lockPath: string, seen: LockInfo): boolean {
-  const tomb = tombstonePath(lockPath);
-  try {
-    renameSync(lockPath, tomb);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return true; // someone else cleared it
-    throw ioError(`could not clear lock ${lockPath}`, err);
-  }
-  const moved = inspectFileLock(tomb);
-  const judged = judgedFileLocks.get(seen);
-  const sameFile =
-    moved !== null &&
-    (judged !== undefined
-      ? moved.dev === judged.dev && moved.ino === judged.ino && moved.text === judged.text
-      : moved.info.fileLock?.pid === seen.fileLock?.pid && moved.info.fileLock?.createdAt === seen.fileLock?.createdAt);
-  const stillJudgedTheSame = seen.stale && seen.holderAlive !== false ? moved?.info.stale === true : true;
-  if (!sameFile || !stillJudgedTheSame) {
-    try {
-      linkSync(tomb, lockPath);
-    } catch {
-      // the path was taken meanwhile: the moved holding lost it
-    }
-    removeFileTombstone(tomb);
-    return false;
-  }
-  removeFileTombstone(tomb);
-  return true;
-}
-
-function removeFileTombstone(tomb: string): void {
-  try {
-    unlinkSync(tomb);
-  } catch {
-    // gone already; a name that cannot go is left as it is (never taken for a lock: no .lock suffix)
-  }
+  return isProcessAlive(owner.pid, typeof owner.processStartTicks === 'number' ? owner.processStartTicks : null);
 }
 
 /**
@@ -543,8 +377,8 @@ export async function removeLockIfOwned(lockPath: string, lockId: string): Promi
  * directory we move away is still that lock. Returns whether the lock path is now free to try.
  */
 export async function clearLock(lockPath: string, seen: LockInfo, staleMs: number | undefined): Promise<boolean> {
-  if (seen.kind !== 'switchboard') return clearFileLock(lockPath, seen);
   const tomb = tombstonePath(lockPath);
+  if (seen.kind !== 'switchboard') return clearFileLock(lockPath, tomb, seen);
   try {
     renameSync(lockPath, tomb);
   } catch (err) {
