@@ -11,10 +11,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { OPENCLAW_SESSION_ID, OPENCLAW_SESSION_KEY, openClawEntry } from '../fixtures/openclaw-entry.js';
 import { REPO_ROOT, jsonLines, runCli, tempDir } from '../helpers.js';
 
-const KEY = 'agent:main:telegram:direct:111';
-const OLD = 'ffedffdd-6b3d-4747-b0d3-934f9ae90485';
+const KEY = OPENCLAW_SESSION_KEY;
+const OLD = OPENCLAW_SESSION_ID;
 const T0 = Date.parse('2026-12-03T10:00:00Z');
 const RUNNER = path.join(REPO_ROOT, 'dist', 'test', 'fixtures', 'before-reset-runner.js');
 
@@ -42,27 +43,7 @@ function openClawState(config: Record<string, unknown>): string {
   const file = path.join(dir, `${OLD}.jsonl`);
   writeOpenClawTranscript(file, OLD);
   const entry = {
-    origin: { label: 'Alice', provider: 'telegram', surface: 'telegram', chatType: 'direct', from: 'telegram:111', to: 'telegram:111', accountId: 'default' },
-    sessionId: OLD,
-    updatedAt: T0,
-    sessionStartedAt: T0,
-    route: { channel: 'telegram', accountId: 'default', target: { to: 'telegram:111' } },
-    deliveryContext: { channel: 'telegram', to: 'telegram:111', accountId: 'default' },
-    lastChannel: 'telegram',
-    lastTo: 'telegram:111',
-    lastAccountId: 'default',
-    sessionFile: file,
-    cliSessionBindings: { 'claude-cli': { sessionId: 'claude-old-conv-1234' } },
-    cliSessionIds: { 'claude-cli': 'claude-old-conv-1234' },
-    claudeCliSessionId: 'claude-old-conv-1234',
-    systemSent: true,
-    abortedLastRun: true,
-    compactionCount: 2,
-    inputTokens: 10,
-    outputTokens: 5,
-    totalTokens: 15,
-    modelProvider: 'claude-cli',
-    model: 'claude-sonnet-4-5',
+    ...openClawEntry({ updatedAt: T0, sessionStartedAt: T0 }, file),
     thinkingLevel: 'low',
     status: 'done',
     startedAt: T0 - 5000,

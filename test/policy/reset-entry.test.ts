@@ -9,37 +9,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { planSessionMessage, rotateEntry, type PlannedEntry, type PlanMessage } from '../../src/policy/index.js';
+import { OPENCLAW_SESSION_ID, OPENCLAW_SESSION_KEY, openClawEntry as openClawEntryOf } from '../fixtures/openclaw-entry.js';
 import { REPO_ROOT } from '../helpers.js';
 
-const KEY = 'agent:main:telegram:direct:111';
-const OLD = 'ffedffdd-6b3d-4747-b0d3-934f9ae90485';
+const KEY = OPENCLAW_SESSION_KEY;
+const OLD = OPENCLAW_SESSION_ID;
 const NOW = Date.parse('2026-12-03T12:00:00Z');
 
 /** What OpenClaw 2026.7.1 left in sessions.json (recordSessionMetaFromInbound, updateLastRoute, a claude-cli run). */
 function openClawEntry(): PlannedEntry {
-  return {
-    origin: { label: 'Alice', provider: 'telegram', surface: 'telegram', chatType: 'direct', from: 'telegram:111', to: 'telegram:111', accountId: 'default' },
-    sessionId: OLD,
-    updatedAt: NOW - 3_600_000,
-    sessionStartedAt: NOW - 36_000_000,
-    route: { channel: 'telegram', accountId: 'default', target: { to: 'telegram:111' } },
-    deliveryContext: { channel: 'telegram', to: 'telegram:111', accountId: 'default' },
-    lastChannel: 'telegram',
-    lastTo: 'telegram:111',
-    lastAccountId: 'default',
-    sessionFile: `/state/agents/main/sessions/${OLD}.jsonl`,
-    cliSessionBindings: { 'claude-cli': { sessionId: 'claude-old-conv-1234' } },
-    cliSessionIds: { 'claude-cli': 'claude-old-conv-1234' },
-    claudeCliSessionId: 'claude-old-conv-1234',
-    systemSent: true,
-    abortedLastRun: true,
-    compactionCount: 2,
-    inputTokens: 10,
-    outputTokens: 5,
-    totalTokens: 15,
-    modelProvider: 'claude-cli',
-    model: 'claude-sonnet-4-5',
-  };
+  return openClawEntryOf({ updatedAt: NOW - 3_600_000, sessionStartedAt: NOW - 36_000_000 }, `/state/agents/main/sessions/${OLD}.jsonl`) as PlannedEntry;
 }
 
 /** OpenClaw fields of the same kind as above that its reset keeps or drops (SessionEntry, 2026.7.1). */
