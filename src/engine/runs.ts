@@ -31,6 +31,9 @@ import { TurnWriter } from './turn-writer.js';
 /** Runner events queued for recording before the reading of the runner waits for the writes. */
 const RECORD_BACKLOG = 256;
 
+/** A wait for a lane slot at least this long gives the session lock its max hold again (shorter ones need no write). */
+const LANE_WAIT_RESTARTS_HOLD_MS = 1_000;
+
 /** The abort reason of a run whose claim another process cleared (or took) while it was held. */
 const TAKEN_OVER = 'the session was taken over';
 
@@ -253,6 +256,15 @@ export class LocalRun {
     return this.abortReason === TAKEN_OVER && this.turn.items.length > 0;
   }
 
+  /** LockHandle.restartMaxHold of the session lock; a lock already lost is left to its abort signal. */
+  private restartLockHold(): void {
+    try {
+      this.lock?.restartMaxHold();
+    } catch {
+      // lost meanwhile (taken over, or its max hold passed): the lock's signal aborts the run
+    }
+  }
+
   /**
    * Waits for a lane slot (holding the session lock), takes the turn's items out of the queue
    * (`claim`: `failed` when that store write failed — then no runner starts, so a claimed item
@@ -268,14 +280,26 @@ export class LocalRun {
     };
     if (this.abortReason !== undefined || this.writer!.failed) return stopped();
     const incognito = isInMemory(turn.transcript);
-    const slot: LaneSlot | null = await acquireLaneSlot(this.ctx, turn.lane, {
-      // Lane slots are files: an incognito run's holds one without naming itself.
-      owner: incognito ? {} : { sessionKey: turn.ref.sessionKey, runId: turn.runId },
-      runTimeoutMs: turn.spec.timeoutMs,
-      staleMs: this.ctx.config.session?.writeLock?.staleMs,
-      shouldStop: () => this.abortReason !== undefined || this.writer!.failed,
-    });
+    // The session lock's max hold is the run's timeout plus a grace: the wait for a slot, behind
+    // other runs bounded by timeouts of their own, must not eat into it. Its clock starts again
+    // while the run waits and once more when the slot is had; a frozen waiter still loses the
+    // lock by its staleness, as any frozen holder does.
+    const waitStarted = Date.now();
+    const holdRestart = this.lock === undefined ? undefined : setInterval(() => this.restartLockHold(), Math.max(250, Math.floor(this.lock.owner.maxHoldMs / 3)));
+    let slot: LaneSlot | null;
+    try {
+      slot = await acquireLaneSlot(this.ctx, turn.lane, {
+        // Lane slots are files: an incognito run's holds one without naming itself.
+        owner: incognito ? {} : { sessionKey: turn.ref.sessionKey, runId: turn.runId },
+        runTimeoutMs: turn.spec.timeoutMs,
+        staleMs: this.ctx.config.session?.writeLock?.staleMs,
+        shouldStop: () => this.abortReason !== undefined || this.writer!.failed,
+      });
+    } finally {
+      clearInterval(holdRestart);
+    }
     if (slot === null) return stopped();
+    if (Date.now() - waitStarted >= LANE_WAIT_RESTARTS_HOLD_MS) this.restartLockHold();
     const onSlotLost = (): void => this.abort('the lane slot was lost');
     slot.signal.addEventListener('abort', onSlotLost, { once: true });
     try {

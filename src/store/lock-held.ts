@@ -2,9 +2,10 @@
 // fencing, verification against owner.json and release; and the 'exit' hook that removes this
 // process's locks. lock.ts creates holdings (withLock); removal and judging are lock-owner.ts's.
 
+import { statSync, utimesSync } from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
-import { formatMs, heldLocks, now, parseOwnerRecord, readOwnerText, removeLockFolder, removeLockIfOwned, writeChildRecord, type LockOwnerRecord, type OwnHolding } from './lock-owner.js';
+import { formatMs, heldLocks, now, parseOwnerRecord, readOwnerText, removeLockFolder, removeLockIfOwned, rewriteOwnerRecord, writeChildRecord, type LockOwnerRecord, type OwnHolding } from './lock-owner.js';
 
 export type BusyCode = 'SESSION_BUSY' | 'STORE_BUSY';
 
@@ -30,6 +31,12 @@ export interface LockHandle {
   fence<T>(write: () => Promise<T>): Promise<T>;
   /** Names the runner process (a session leader) this holding started: a takeover of the lock kills its session. */
   noteChild(pid: number): void;
+  /**
+   * Starts the max-hold clock again: from now the lock may be held for its max hold once more.
+   * For a holder that waits on work bounded elsewhere before its own starts (a run waiting for a
+   * lane slot, behind other runs with timeouts of their own): the wait must not eat into its time.
+   */
+  restartMaxHold(): void;
 }
 
 type HoldState = 'held' | 'released' | 'lost';
@@ -57,6 +64,7 @@ export class HeldLock implements OwnHolding {
   ) {
     this.handle = this.makeHandle(false);
     this.nestedHandle = this.makeHandle(true);
+    this.grantedMaxHoldMs = owner.maxHoldMs;
   }
 
   start(): void {
@@ -79,7 +87,31 @@ export class HeldLock implements OwnHolding {
       verifyHeld: () => this.verifyHeld(),
       fence: (write) => this.fence(write),
       noteChild: (pid) => this.noteChild(pid),
+      restartMaxHold: () => this.restartMaxHold(),
     };
+  }
+
+  /** The max hold the lock was taken with: what restartMaxHold grants again from the moment it is called. */
+  private readonly grantedMaxHoldMs: number;
+
+  /**
+   * LockHandle.restartMaxHold. Waiters judge over-holding by the owner record on disk, so it is
+   * written again with the longer max hold (rewriteOwnerRecord), and the folder's mtime is put back
+   * as at acquisition: proper-lockfile compares it with the one it set and would call the lock
+   * compromised. All synchronous, so no refresh of proper-lockfile's comes in between.
+   */
+  private restartMaxHold(): void {
+    this.assertHeld();
+    const elapsed = Math.max(0, now() - this.owner.acquiredAt);
+    const maxHoldMs = elapsed + this.grantedMaxHoldMs;
+    if (!this.inMemory) {
+      const recorded = statSync(this.lockPath);
+      rewriteOwnerRecord(this.lockPath, { ...this.owner, maxHoldMs });
+      utimesSync(this.lockPath, recorded.atime, recorded.mtime);
+    }
+    (this.owner as { maxHoldMs: number }).maxHoldMs = maxHoldMs;
+    clearTimeout(this.watchdog);
+    this.watchdog = setTimeout(() => this.expire(), this.grantedMaxHoldMs);
   }
 
   /** Records the runner this holding started, for whoever takes the lock over (lock-owner.ts, child.json). */

@@ -216,6 +216,21 @@ export async function writeOwnerRecord(lockPath: string, owner: LockOwnerRecord)
 }
 
 /**
+ * The holder's own owner record written again (HeldLock.restartMaxHold): in place, with no temp
+ * file, because a folder holding anything but its records is no lock of ours (removeLockFolder).
+ * A reader that catches it half-written judges the lock as one without a record yet (by the
+ * folder's mtime, which the holder keeps fresh), as at acquisition.
+ */
+export function rewriteOwnerRecord(lockPath: string, owner: LockOwnerRecord): void {
+  const fd = openSync(path.join(lockPath, OWNER_FILE), fsConstants.O_WRONLY | fsConstants.O_TRUNC | STORE_OPEN_FLAGS);
+  try {
+    writeSync(fd, `${JSON.stringify(owner)}\n`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
  * Deletes a lock folder (or its tombstone): the child and owner records, then the folder — never
  * more. A folder that holds anything else is no lock of ours (a `build.lock` of some other program
  * named as a target, say) and is left as it is; false then, and for anything else that fails.
