@@ -1,6 +1,7 @@
 // The runner protocol's wire format: classifies one stdout line as an event, plain text or a
 // malformed event, and builds the lines switchboard writes to a runner's stdin.
 
+import { MAX_JSON_DEPTH, jsonDepthExceeds, mayNestDeeperThan } from '../core/index.js';
 import type { RunEvent, RunInit, RunMessage, RunUsage } from './types.js';
 
 /** Events a runner may send, as parsed from one line (`done` ends the run; it is not re-emitted). */
@@ -34,6 +35,10 @@ export function parseRunnerLine(text: string): ParsedLine {
   const record = value as Record<string, unknown>;
   const type = record.type;
   if (typeof type !== 'string' || !KNOWN_TYPES.has(type)) return { kind: 'plain', text };
+  // An event is recorded in the transcript as JSON, and an argument nested thousands of levels
+  // deep overflows the serialiser: it failed the run as a transcript write error. Messages are
+  // held to the same depth (MAX_JSON_DEPTH).
+  if (mayNestDeeperThan(trimmed) && jsonDepthExceeds(value)) return bad(`${type}: the line nests objects/arrays deeper than ${MAX_JSON_DEPTH} levels`);
 
   switch (type) {
     case 'hello':
