@@ -13,6 +13,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { SwitchboardError } from '../core/index.js';
 import { formatJsonPath } from './validators.js';
 
 /** A name a reference may use. */
@@ -23,6 +24,12 @@ const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const DOTENV_LINE = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)?\s*$/;
 /** Far more than any `.env` holds; a larger file is not read. */
 const MAX_DOTENV_BYTES = 1024 * 1024;
+/**
+ * Characters substitution may add to a config in all: a 1 MB value referenced many times made
+ * strings past V8's limit, and the load failed as an INTERNAL error. A real config adds a few
+ * tokens and ids.
+ */
+const MAX_ADDED_CHARS = 16 * 1024 * 1024;
 
 type Token = { kind: 'escaped' | 'reference'; name: string; end: number };
 
@@ -47,7 +54,14 @@ function holdsReference(text: string): boolean {
   return false;
 }
 
-function substitute(text: string, env: Record<string, string | undefined>, at: string, missing: Set<string>): string {
+/** What substitution has added so far, against MAX_ADDED_CHARS. */
+interface Budget {
+  added: number;
+  /** The config file, for the error that ends the budget. */
+  file: string;
+}
+
+function substitute(text: string, env: Record<string, string | undefined>, at: string, missing: Set<string>, budget: Budget): string {
   if (!text.includes('$')) return text;
   let out = '';
   let from = 0;
@@ -56,6 +70,12 @@ function substitute(text: string, env: Record<string, string | undefined>, at: s
     if (!token) continue;
     const value = token.kind === 'reference' ? env[token.name] : undefined;
     if (token.kind === 'reference' && (value === undefined || value === '')) missing.add(`${token.name} (at ${at})`);
+    if (value !== undefined && (budget.added += value.length) > MAX_ADDED_CHARS) {
+      throw new SwitchboardError('CONFIG_INVALID', `${budget.file}: ${at}: \${${token.name}} and the other references make the config more than ${MAX_ADDED_CHARS} characters longer`, {
+        details: { file: budget.file, path: at },
+        hint: 'a reference stands for a token or an id; keep large values out of the environment variables a config names',
+      });
+    }
     out += text.slice(from, i) + (token.kind === 'escaped' || value === undefined || value === '' ? `\${${token.name}}` : value);
     from = token.end + 1;
     i = token.end;
@@ -116,12 +136,14 @@ export function substitutionEnv(config: Record<string, unknown>, env: NodeJS.Pro
 
 /**
  * The config with every `${VAR}` in its string values replaced, and a warning per variable that
- * was referenced but unset or empty (its references stay as written).
+ * was referenced but unset or empty (its references stay as written). `file` names the config in
+ * the error for a substitution that would grow it past MAX_ADDED_CHARS.
  */
-export function substituteEnvReferences(config: Record<string, unknown>, env: Record<string, string | undefined>): { config: Record<string, unknown>; warnings: string[] } {
+export function substituteEnvReferences(config: Record<string, unknown>, env: Record<string, string | undefined>, file: string): { config: Record<string, unknown>; warnings: string[] } {
   const missing = new Set<string>();
+  const budget: Budget = { added: 0, file };
   const visit = (value: unknown, at: string[]): unknown => {
-    if (typeof value === 'string') return substitute(value, env, formatJsonPath(at), missing);
+    if (typeof value === 'string') return substitute(value, env, formatJsonPath(at), missing, budget);
     if (Array.isArray(value)) return value.map((item, i) => visit(item, [...at, String(i)]));
     if (value === null || typeof value !== 'object') return value;
     const out: Record<string, unknown> = {};

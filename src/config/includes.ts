@@ -21,6 +21,14 @@ const INCLUDE_KEY = '$include';
 const MAX_INCLUDE_DEPTH = 10;
 const MAX_INCLUDE_BYTES = 2 * 1024 * 1024;
 const MAX_INCLUDE_PATH_LENGTH = 4096;
+/**
+ * Inclusions one config may make in all. Depth alone does not bound the work: ten levels of files
+ * that each include the next eight times is 8^10 inclusions, which kept a load busy for minutes
+ * and ran it out of memory. A real config includes a handful of files.
+ */
+const MAX_INCLUSIONS = 256;
+/** Bytes all included files may hold together (a config file alone may hold 64 MiB). */
+const MAX_INCLUDED_BYTES = 64 * 1024 * 1024;
 const BLOCKED_KEYS = new Set(['__proto__', 'prototype', 'constructor']);
 
 /** A file an `$include` brought in, and where in the config its value went. */
@@ -65,14 +73,15 @@ function includeError(file: string, message: string): SwitchboardError {
 
 function isInside(root: string, candidate: string): boolean {
   const relative = path.relative(root, candidate);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+  // `..x.json` is a name inside; only `..` itself or `../…` leads out.
+  return relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
 }
 
-function realpathOr(file: string): string {
+function realpathOr(file: string): string | undefined {
   try {
     return fs.realpathSync(file);
   } catch {
-    return file;
+    return undefined;
   }
 }
 
@@ -134,10 +143,15 @@ async function includeFile(name: string, single: boolean, from: string, context:
   const file = path.normalize(path.resolve(path.dirname(from), name));
   if (file.length >= MAX_INCLUDE_PATH_LENGTH) throw includeError(from, `"${name}" resolves to a path of ${MAX_INCLUDE_PATH_LENGTH} characters or more`);
   if (!context.roots.some((root) => isInside(root, file))) throw includeError(from, `"${name}" is outside the config folder ${context.roots[0]} (OPENCLAW_INCLUDE_ROOTS can allow more folders)`);
-  if (!context.roots.some((root) => isInside(realpathOr(root), realpathOr(file)))) throw includeError(from, `"${name}" leads outside the config folder through a symbolic link`);
+  // Through links too (a missing file is left to the read, which says so, as OpenClaw does).
+  const real = realpathOr(file);
+  if (real !== undefined && !context.roots.some((root) => isInside(realpathOr(root) ?? root, real))) throw includeError(from, `"${name}" leads outside the config folder through a symbolic link`);
   if (chain.includes(file)) throw includeError(from, `"${name}" makes a cycle (${[...chain, file].join(' → ')})`);
   if (chain.length > MAX_INCLUDE_DEPTH) throw includeError(from, `"${name}" nests includes more than ${MAX_INCLUDE_DEPTH} levels deep`);
+  if (context.included.length >= MAX_INCLUSIONS) throw includeError(from, `more than ${MAX_INCLUSIONS} files are included in all (files that include others several times multiply)`);
   const text = readIncludedFile(file, name, from);
+  const total = context.included.reduce((sum, seen) => sum + seen.text.length, text.length);
+  if (total > MAX_INCLUDED_BYTES) throw includeError(from, `the included files hold more than ${MAX_INCLUDED_BYTES} characters in all`);
   const data = await context.parse(text, file);
   // Every later walk recurses; the top file was checked for this, each included one is too.
   if (jsonDepthExceeds(data)) throw includeError(file, 'values are nested too deeply');

@@ -84,6 +84,10 @@ export async function loadLayers(
     if (mayInclude(text)) {
       included = [];
       data = await resolveIncludes(data, current, { roots: includeRoots(current, env), parse, included });
+      // Each included file was held to the cap, but they nest into one another.
+      if (jsonDepthExceeds(data)) {
+        throw new SwitchboardError('CONFIG_INVALID', `${current}: with its $include files, values are nested more than ${MAX_JSON_DEPTH} levels deep`, { details: { file: current } });
+      }
     }
     if (!isRecord(data)) {
       // The schema reports a non-object config with its own message; a base would be dropped by the merge.

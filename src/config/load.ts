@@ -137,16 +137,16 @@ export async function loadConfig(options: LocateOptions): Promise<LoadedConfig> 
   const env = options.env ?? process.env;
   const layers = await loadLayers(located.path, (file, why) => readConfigFile(file, why, located.source), parseText, env);
   const { data, origins } = layers.length === 1 ? { data: layers[0].data, origins: undefined } : mergeLayers(layers);
-  const { config, warnings } = withEnvReferences(data, layers, env, options.stateDir);
+  const { config, warnings } = withEnvReferences(data, layers, env, options.stateDir, located.path);
   return { config: validateConfigData(config, located.path, layers), path: located.path, layers, ...(origins ? { origins } : {}), source: located.source, warnings };
 }
 
 /** `${VAR}` references replaced, as OpenClaw does before it validates; skipped when no text of the config holds one. */
-function withEnvReferences(data: unknown, layers: ConfigLayer[], env: NodeJS.ProcessEnv, stateDir: string): { config: unknown; warnings: string[] } {
+function withEnvReferences(data: unknown, layers: ConfigLayer[], env: NodeJS.ProcessEnv, stateDir: string, file: string): { config: unknown; warnings: string[] } {
   const texts = layers.flatMap((layer) => [layer.text, ...(layer.included ?? []).map((included) => included.text)]);
   if (data === null || typeof data !== 'object' || Array.isArray(data) || !texts.some(mayReferenceEnv)) return { config: data, warnings: [] };
   const record = data as Record<string, unknown>;
-  return substituteEnvReferences(record, substitutionEnv(record, env, stateDir));
+  return substituteEnvReferences(record, substitutionEnv(record, env, stateDir), file);
 }
 
 interface SchemaNode {

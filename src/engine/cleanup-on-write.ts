@@ -32,7 +32,7 @@ import { sessionLockOptions, type EngineContext } from './context.js';
 import { busyKeysIn } from './queue.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent, type HeldLocks } from './cleanup-files.js';
 import { buildMaintenanceSnapshot, sharedKeysIn, transcriptNameOf } from './cleanup-snapshot.js';
-import { removeTrajectoryArtifacts } from './session-artifacts.js';
+import { namedTranscripts, removeTrajectoryArtifacts } from './session-artifacts.js';
 
 /** How often, per store and process, the write path looks for entries older than pruneAfter. */
 const PRUNE_SCAN_INTERVAL_MS = 60_000;
@@ -319,7 +319,7 @@ async function removeOverCaps(
         const to = archivedTo.get(key);
         if (evicted && to !== undefined && (await unlinkIfPresent(to).catch(() => false))) changed += 1;
         // OpenClaw's budget deletes an evicted entry's trajectory capture and pointer with it.
-        if (evicted && name !== null) changed += (await removeTrajectoryArtifacts(location.sessionsDir, name).catch(() => ({ files: 0 }))).files;
+        if (evicted && name !== null) changed += (await removeTrajectoryArtifacts(location.sessionsDir, name, namedTranscripts(location, store)).catch(() => ({ files: 0 }))).files;
       }
       if (changed > 0) await fsyncFolder(location.sessionsDir);
     } finally {

@@ -57,7 +57,7 @@ export { namedTranscripts, transcriptNameOf };
  */
 export function unnamedTranscripts(location: StoreLocation, store: SessionStore, fileNames: readonly string[]): string[] {
   const references = storeReferences(location, store);
-  return fileNames.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX) && parseArchiveName(name) === null && !isSessionArtifact(name) && !references.isReferenced(name));
+  return fileNames.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX) && parseArchiveName(name) === null && !isSessionArtifact(name, references.transcripts) && !references.isReferenced(name));
 }
 
 /**
@@ -135,7 +135,7 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
     // A transcript nobody references and nobody holds: an orphan only the disk budget removes. So
     // is an OpenClaw artifact (trajectory, checkpoint) of an instance no entry names: OpenClaw's
     // own budget removes those too; one of a live entry is kept (session-artifacts.ts).
-    if ((name.endsWith(TRANSCRIPT_SUFFIX) || isSessionArtifact(name)) && !references.isReferenced(name) && !locked.has(name)) {
+    if ((name.endsWith(TRANSCRIPT_SUFFIX) || isSessionArtifact(name, references.transcripts)) && !references.isReferenced(name) && !locked.has(name)) {
       toStat.push({ name, apply: (bytes, mtimeMs) => unreferenced.push({ name, bytes, mtimeMs }) });
     }
   }

@@ -14,7 +14,6 @@ import {
   entryTranscriptName,
   findInstanceTranscript,
   parseArchiveName,
-  parseSessionArtifactName,
   readSessionStore,
   readTranscriptHead,
   resolveInside,
@@ -66,8 +65,7 @@ interface Candidate {
 
 /** `<id>.jsonl` / `<id>-topic-<t>.jsonl` → id; null for any other name. */
 function sessionIdOfTranscriptName(name: string): string | null {
-  // OpenClaw's trajectory and checkpoint files end in .jsonl too, and are no transcript.
-  if (!name.endsWith(TRANSCRIPT_SUFFIX) || parseSessionArtifactName(name) !== null) return null;
+  if (!name.endsWith(TRANSCRIPT_SUFFIX)) return null;
   const stem = name.slice(0, -TRANSCRIPT_SUFFIX.length);
   const at = stem.indexOf(THREAD_INFIX);
   const id = at > 0 ? stem.slice(0, at) : stem;

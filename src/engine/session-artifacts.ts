@@ -23,6 +23,7 @@ import {
   TRANSCRIPT_SUFFIX,
   entryTranscriptName,
   parseSessionArtifactName,
+  readSessionStore,
   sessionEntryProblem,
   trajectoryArtifactNames,
   type SessionEntry,
@@ -121,18 +122,38 @@ export function storeReferences(location: StoreLocation, store: SessionStore): S
   };
 }
 
-/** Whether `name` is one of OpenClaw's session artifacts (never a transcript of ours, whatever its suffix). */
-export function isSessionArtifact(name: string): boolean {
-  return parseSessionArtifactName(name) !== null;
+/**
+ * Whether the file `name` is one of OpenClaw's session artifacts and no transcript. A name can
+ * look like both: a thread id ending in `.trajectory` gives the transcript
+ * `<id>-topic-1700.trajectory.jsonl`, also the name of thread 1700's trajectory capture. A
+ * transcript an entry names (`named`: the store's namedTranscripts) is a transcript; so is every
+ * archive (only transcripts are archived, and an archive's name does not end in `.jsonl`).
+ */
+export function isSessionArtifact(name: string, named: ReadonlySet<string>): boolean {
+  return parseSessionArtifactName(name) !== null && !named.has(name);
+}
+
+/**
+ * The transcripts the store names, for telling artifact-shaped names apart (isSessionArtifact),
+ * read only when `names` holds one: most folders have none, and this runs before the store is
+ * checked (an unreadable store names none).
+ */
+export async function namedAmong(location: StoreLocation, store: SessionStore | null, names: readonly string[]): Promise<ReadonlySet<string>> {
+  if (!names.some((name) => parseSessionArtifactName(name) !== null)) return new Set();
+  const current = store ?? (await readSessionStore(location.storePath).catch(() => null));
+  return current === null ? new Set() : namedTranscripts(location, current);
 }
 
 /**
  * Deletes the trajectory capture and pointer of the transcript `transcriptName`, as OpenClaw's
  * disk budget does when it evicts that entry; returns what went. A file already gone is no error.
+ * A name another entry names as its transcript (`named`, see isSessionArtifact) is that entry's,
+ * never deleted as an artifact.
  */
-export async function removeTrajectoryArtifacts(sessionsDir: string, transcriptName: string): Promise<{ files: number; bytes: number }> {
+export async function removeTrajectoryArtifacts(sessionsDir: string, transcriptName: string, named: ReadonlySet<string>): Promise<{ files: number; bytes: number }> {
   const removed = { files: 0, bytes: 0 };
   for (const name of trajectoryArtifactNames(transcriptName)) {
+    if (named.has(name)) continue;
     const file = path.join(sessionsDir, name);
     try {
       const stats = await fsp.lstat(file);

@@ -6,7 +6,7 @@ import { constants as fsConstants, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, inPool, ioError } from '../core/index.js';
 import type { BudgetRemoval, CleanupPlan, SessionAction } from '../policy/index.js';
-import { archiveFile, transactSessionStore, updateSessionStore, withLock, type StoreLocation } from '../store/index.js';
+import { archiveFile, readSessionStore, transactSessionStore, updateSessionStore, withLock, type StoreLocation } from '../store/index.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent } from './cleanup-files.js';
 import type { BuiltSnapshot, EntryIdentity } from './cleanup-snapshot.js';
 import { removeTrajectoryArtifacts, storeReferences } from './session-artifacts.js';
@@ -235,6 +235,8 @@ async function applyBudget(
   }
   if (entryRemovals.length > 0) {
     const result = await removeEntries(ctx, location, entryRemovals.map((r) => candidateOf(r.key)));
+    // What the store names now: a trajectory-shaped name may be another entry's own transcript.
+    const named = storeReferences(location, await readSessionStore(location.storePath).catch(() => ({}))).transcripts;
     outcome.skipped.push(...result.skipped);
     const bytesOf = new Map(entryRemovals.map((r) => [r.key, r.bytes]));
     for (const removed of result.removed) {
@@ -249,7 +251,7 @@ async function applyBudget(
       // deletes them with an evicted entry (checkpoints become unreferenced, for a later pass).
       const transcriptName = candidateOf(removed.key).transcriptName;
       if (transcriptName !== null) {
-        const artifacts = await removeTrajectoryArtifacts(dir, transcriptName);
+        const artifacts = await removeTrajectoryArtifacts(dir, transcriptName, named);
         budget.removedFiles += artifacts.files;
         budget.freedBytes += artifacts.bytes;
       }

@@ -81,9 +81,17 @@ export async function findInstanceTranscript(sessionsDir: string, sessionId: str
   } catch {
     return null;
   }
-  // A thread transcript's OpenClaw trajectory or checkpoint file (`<id>-topic-<t>.trajectory.jsonl`) is no transcript of it.
-  const isOwn = (name: string): boolean => name === `${sessionId}.jsonl` || (name.startsWith(`${sessionId}-topic-`) && name.endsWith('.jsonl') && parseSessionArtifactName(name) === null);
-  const live = names.find(isOwn);
+  // A live name shaped like an OpenClaw artifact of a thread transcript (`<id>-topic-<t>.trajectory.jsonl`)
+  // is that artifact when the transcript it belongs to is here too (live or archived); otherwise it
+  // is the transcript of a thread whose id ends so (`1700.trajectory`). An archive is always a
+  // transcript: nobody archives anything else.
+  const transcripts = new Set(names.map((name) => parseArchiveName(name)?.originalName ?? name).filter((name) => name.endsWith('.jsonl')));
+  const artifactBesideItsTranscript = (name: string): boolean => {
+    const artifact = parseSessionArtifactName(name);
+    return artifact !== null && transcripts.has(`${artifact.stem}.jsonl`);
+  };
+  const isOwn = (name: string): boolean => name === `${sessionId}.jsonl` || (name.startsWith(`${sessionId}-topic-`) && name.endsWith('.jsonl'));
+  const live = names.find((name) => isOwn(name) && !artifactBesideItsTranscript(name));
   if (live !== undefined) return resolveInside(sessionsDir, live);
   const newest = newestArchive(names, (archive) => isOwn(archive.originalName));
   return newest === null ? null : resolveInside(sessionsDir, newest);

@@ -152,3 +152,43 @@ describe('${VAR} in config values', () => {
     assert.equal(out[0].agentId, 'family');
   });
 });
+
+describe('bounds on what an include tree or a reference may cost', () => {
+  test('an include tree that fans out, values nested deep across files, and references that would grow the config past 16 Mi characters are CONFIG_INVALID (78) at once', async () => {
+    const dir = tempDir();
+    // Ten levels of files that each include the next eight times: 8^10 inclusions without a bound.
+    for (let level = 0; level < 10; level++) write(dir, `fan${level}.json`, level === 9 ? {} : { $include: Array.from({ length: 8 }, () => `./fan${level + 1}.json`) });
+    // 120 levels in each of two files: each within the cap of 128, together past it.
+    const deep = (levels: number, inner: unknown): unknown => (levels === 0 ? inner : { a: deep(levels - 1, inner) });
+    write(dir, 'deep2.json', deep(120, 1));
+    write(dir, 'deep1.json', deep(120, { $include: './deep2.json' }));
+    const big = 'x'.repeat(1024 * 1024);
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      ['fan-out', { agents: ROSTER, $include: './fan0.json' }, /more than 256 files are included in all/],
+      ['deep', { agents: ROSTER, notes: { $include: './deep1.json' } }, /nested more than 128 levels deep/],
+      ['references', { agents: ROSTER, env: { vars: { BIG: big } }, notes: { x: '${BIG}'.repeat(20) } }, /openclaw-references\.json: notes\.x: \$\{BIG\} and the other references make the config more than 16777216 characters longer/],
+    ];
+    for (const [name, value, message] of cases) {
+      const config = write(dir, `openclaw-${name}.json`, value);
+      const started = Date.now();
+      const result = await runCli(['config', 'validate', '--json', '--config', config, '--state-dir', dir], { timeoutMs: 30_000 });
+      assert.equal(result.code, 78, `${name}: ${result.stderr.slice(0, 500)}`);
+      assert.match(errorOf(result.stderr).message, message, name);
+      assert.ok(Date.now() - started < 25_000, `${name} was refused, not worked through`);
+    }
+  });
+
+  test('a name starting with ".." inside the folder is inside; a missing file behind a linked folder is "does not exist"', async () => {
+    const real = tempDir();
+    write(real, '..bindings.json', [{ agentId: 'work', match: { channel: 'slack', accountId: '*' } }]);
+    const linked = path.join(tempDir(), 'linked');
+    fs.symlinkSync(real, linked);
+    write(real, 'openclaw.json', { agents: ROSTER, bindings: { $include: './..bindings.json' } });
+    const ok = await runCli(['config', 'validate', '--json', '--config', path.join(linked, 'openclaw.json'), '--state-dir', real]);
+    assert.equal(ok.code, 0, ok.stderr);
+    const missing = write(real, 'openclaw-missing.json', { agents: ROSTER, $include: './not-there.json' });
+    const result = await runCli(['config', 'validate', '--json', '--config', path.join(linked, path.basename(missing)), '--state-dir', real]);
+    assert.equal(result.code, 78);
+    assert.match(errorOf(result.stderr).message, /does not exist/);
+  });
+});

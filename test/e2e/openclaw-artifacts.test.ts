@@ -115,3 +115,58 @@ describe('OpenClaw session artifacts (trajectory, checkpoint)', () => {
     assert.deepEqual(left, copy.artifacts.filter((name) => name.includes('.checkpoint.')));
   });
 });
+
+describe('names that look like artifacts but are transcripts', () => {
+  const config = (dir: string, maintenance: Record<string, unknown> = {}) => writeJson(path.join(dir, `config-${Object.keys(maintenance).length}.json`), { session: { dmScope: 'per-peer', maintenance } });
+
+  test('a thread id ending in ".trajectory": its transcript is checked by doctor, listed by history and readable once archived', async () => {
+    const state = tempDir('sb-artifact-lookalike-');
+    const cfg = config(state);
+    const key = 'agent:main:slack:channel:c1:thread:1700.trajectory';
+    const ingested = await runCli(['ingest', '--json', '--state-dir', state, '--config', cfg], { input: `${JSON.stringify({ channel: 'slack', peer: 'channel:c1', threadId: '1700.trajectory', text: 'in thread', messageId: 't1' })}\n` });
+    assert.equal(ingested.code, 0, ingested.stderr);
+    const sessionId = JSON.parse(ingested.stdout.split('\n')[0]!).sessionId as string;
+    const dir = path.join(state, 'agents', 'main', 'sessions');
+    const transcript = path.join(dir, `${sessionId}-topic-1700.trajectory.jsonl`);
+    assert.ok(fs.existsSync(transcript));
+    fs.appendFileSync(transcript, 'not json\n');
+    const checked = await runCli(['doctor', '--json', '--state-dir', state, '--config', cfg]);
+    assert.equal(checked.code, 65, checked.stdout);
+    assert.deepEqual(JSON.parse(checked.stdout).stores[0].problems.map((p: { kind: string; file: string }) => [p.kind, p.file]), [['malformed-lines', transcript]]);
+    const history = await runCli(['sessions', 'history', key, '--json', '--state-dir', state, '--config', cfg]);
+    assert.equal(JSON.parse(history.stdout).instances.length, 1, history.stdout);
+    assert.equal((await runCli(['sessions', 'reset', key, '--state-dir', state, '--config', cfg])).code, 0);
+    const old = await runCli(['sessions', 'transcript', sessionId, '--state-dir', state, '--config', cfg]);
+    assert.equal(old.code, 0, old.stderr);
+    assert.match(old.stdout, /in thread/);
+  });
+
+  test("evicting a session for the disk budget never deletes another session's transcript named like the evicted one's trajectory", async () => {
+    const state = tempDir('sb-artifact-collision-');
+    const cfg = config(state);
+    const input = [1, 2].map((i) => JSON.stringify({ channel: 'telegram', peer: `direct:${i}`, text: `hello ${i}`, messageId: `m${i}` })).join('\n') + '\n';
+    assert.equal((await runCli(['ingest', '--state-dir', state, '--config', cfg], { input })).code, 0);
+    // Sessions "work" (older) and "work.trajectory", ids OpenClaw accepts: the second's transcript
+    // has the name of the first's trajectory capture.
+    const dir = path.join(state, 'agents', 'main', 'sessions');
+    const storeFile = path.join(dir, 'sessions.json');
+    const store = JSON.parse(fs.readFileSync(storeFile, 'utf8'));
+    for (const [key, id, ageMinutes] of [['agent:main:direct:1', 'work', 5000], ['agent:main:direct:2', 'work.trajectory', 1000]] as const) {
+      const entry = store[key];
+      const lines = fs.readFileSync(path.join(dir, entry.sessionFile), 'utf8').split('\n');
+      fs.rmSync(path.join(dir, entry.sessionFile));
+      lines[0] = JSON.stringify({ ...JSON.parse(lines[0]!), id });
+      fs.writeFileSync(path.join(dir, `${id}.jsonl`), `${lines.join('\n').trimEnd()}\n${JSON.stringify({ type: 'custom', id: `pad-${id}`, parentId: null, timestamp: new Date().toISOString(), customType: 'pad', data: 'x'.repeat(4000) })}\n`);
+      Object.assign(entry, { sessionId: id, sessionFile: `${id}.jsonl`, updatedAt: Date.now() - ageMinutes * 60_000 });
+    }
+    fs.writeFileSync(storeFile, JSON.stringify(store, null, 2));
+    const budget = config(state, { mode: 'enforce', maxDiskBytes: '9kb', highWaterBytes: '7kb' });
+    const cleaned = await runCli(['sessions', 'cleanup', '--enforce', '--json', '--state-dir', state, '--config', budget]);
+    assert.equal(cleaned.code, 0, cleaned.stderr);
+    const left = JSON.parse(fs.readFileSync(storeFile, 'utf8'));
+    assert.equal(left['agent:main:direct:1'], undefined, 'the older session was evicted');
+    assert.ok(fs.existsSync(path.join(dir, 'work.trajectory.jsonl')), "the other session's transcript is still there");
+    const checked = await runCli(['doctor', '--json', '--state-dir', state, '--config', cfg]);
+    assert.equal(checked.code, 0, checked.stdout);
+  });
+});

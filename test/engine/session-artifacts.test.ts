@@ -32,8 +32,15 @@ describe('artifact names', () => {
       '.trajectory.jsonl',
       'sessions.json',
     ]) {
-      assert.equal(isSessionArtifact(name), false, name);
+      assert.equal(isSessionArtifact(name, new Set()), false, name);
     }
+  });
+
+  test('a transcript an entry names is a transcript, whatever its name looks like', () => {
+    // Thread "1700.trajectory" of session ID: its transcript has a trajectory capture's name.
+    const name = `${ID}-topic-1700.trajectory.jsonl`;
+    assert.equal(isSessionArtifact(name, new Set()), true);
+    assert.equal(isSessionArtifact(name, new Set([name])), false);
   });
 });
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { TRANSCRIPT_SUFFIX, describeFileKind, fsyncFolder, lstatKind, withLock, type FileKind } from '../../store/index.js';
 import { TOMBSTONE_NAME } from '../leftovers.js';
-import { isSessionArtifact } from '../session-artifacts.js';
+import { isSessionArtifact, namedAmong } from '../session-artifacts.js';
 import { keepLinkTarget } from './files.js';
 import type { DoctorChange, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
@@ -15,11 +15,11 @@ import type { StoreCheck } from './store-check.js';
 /**
  * Names the store reads or writes (sessions.json and its copies, transcripts and theirs), not
  * locks, and not OpenClaw's session artifacts: nothing of ours opens those (OpenClaw itself
- * refuses to write its trajectory pointer through a link).
+ * refuses to write its trajectory pointer through a link). `named`: the transcripts the store names.
  */
-function isStoreFileName(doc: StoreCheck, name: string): boolean {
+function isStoreFileName(doc: StoreCheck, name: string, named: ReadonlySet<string>): boolean {
   const storeBase = path.basename(doc.location.storePath);
-  if (name.endsWith('.lock') || TOMBSTONE_NAME.test(name) || isSessionArtifact(name)) return false;
+  if (name.endsWith('.lock') || TOMBSTONE_NAME.test(name) || isSessionArtifact(name, named)) return false;
   return name === storeBase || name.startsWith(`${storeBase}.`) || name.endsWith(TRANSCRIPT_SUFFIX) || name.includes(`${TRANSCRIPT_SUFFIX}.`);
 }
 
@@ -30,10 +30,11 @@ function isStoreFileName(doc: StoreCheck, name: string): boolean {
  */
 export async function checkNonRegular(doc: StoreCheck): Promise<void> {
   const storeBase = path.basename(doc.location.storePath);
+  const named = await namedAmong(doc.location, doc.store, [...doc.listing.others.map(({ name }) => name), ...doc.listing.dirs]);
   const found = [
     ...doc.listing.others,
     ...doc.listing.dirs.filter((name) => name === storeBase || name.endsWith(TRANSCRIPT_SUFFIX)).map((name) => ({ name, kind: 'directory' as FileKind })),
-  ].filter(({ name }) => isStoreFileName(doc, name));
+  ].filter(({ name }) => isStoreFileName(doc, name, named));
   for (const { name, kind } of found) {
     doc.nonRegular.add(name);
     if (name === storeBase) continue; // checkStoreFile reports and repairs it
@@ -58,7 +59,8 @@ export async function checkNonRegular(doc: StoreCheck): Promise<void> {
  * a link points at) without waiting for anyone.
  */
 async function checkLockNames(doc: StoreCheck): Promise<void> {
-  const found = doc.listing.others.filter(({ name }) => name.endsWith('.lock') && isStoreFileName(doc, name.slice(0, -'.lock'.length)));
+  const named = await namedAmong(doc.location, doc.store, doc.listing.others.map(({ name }) => name.slice(0, -'.lock'.length)));
+  const found = doc.listing.others.filter(({ name }) => name.endsWith('.lock') && isStoreFileName(doc, name.slice(0, -'.lock'.length), named));
   for (const { name, kind } of found) {
     const file = doc.inside(name);
     const problem = doc.problem({

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { FILE_MODE, TRANSCRIPT_SUFFIX, fsyncFolder, lockPathFor } from '../../store/index.js';
-import { isSessionArtifact } from '../session-artifacts.js';
+import { isSessionArtifact, namedAmong } from '../session-artifacts.js';
 import { asSwitchboardError, describeError, keepOriginal } from './files.js';
 import type { DoctorProblem, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
@@ -15,7 +15,8 @@ import { ChunkedWriter, scanTranscript, type TranscriptScan } from './transcript
 export async function scanTranscripts(doc: StoreCheck): Promise<void> {
   // OpenClaw's trajectory captures and checkpoint copies end in .jsonl too, but are no transcripts:
   // not checked line by line, never orphans (session-artifacts.ts).
-  const names = doc.listing.files.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX) && !isSessionArtifact(name));
+  const named = await namedAmong(doc.location, doc.store, doc.listing.files);
+  const names = doc.listing.files.filter((name) => name.endsWith(TRANSCRIPT_SUFFIX) && !isSessionArtifact(name, named));
   for (const [index, name] of names.entries()) {
     if (index % 50 === 0) doc.progress(index, names.length);
     const file = doc.inside(name);
