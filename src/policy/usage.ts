@@ -54,6 +54,10 @@ const KEPT_BY_NEW_INSTANCE: ReadonlySet<string> = new Set([
   'parentSessionKey', 'spawnDepth', 'spawnedBy', 'spawnedWorkspaceDir', 'spawnedCwd', 'forkedFromParent', 'subagentRole', 'subagentControlScope',
   // switchboard's bookkeeping: duplicate memory, DM senders, and the queue (the rotation's caller expires what waited for the old instance).
   'recentMessageIds', 'dmSenders', 'queue', 'activeRun', 'queueOwner', 'abortRequested', 'stopRequested', 'stopReason', 'pendingReset', 'cancelledItems', 'outbox',
+  // The compaction checkpoints OpenClaw's reset command keeps: they name the checkpoint copies,
+  // which nothing removes while listed (engine/session-artifacts.ts); dropped, the disk budget could
+  // delete history OpenClaw restores from. Keeping costs bytes only.
+  'compactionCheckpoints',
   // OpenClaw's per-address preferences its reset keeps (2026.7.1; the later ones of 2026.9.6's reset too).
   'thinkingLevel', 'fastMode', 'verboseLevel', 'traceLevel', 'reasoningLevel', 'elevatedLevel', 'ttsAuto', 'responseUsage',
   'execHost', 'execSecurity', 'execAsk', 'execNode', 'execCwd', 'groupActivation', 'groupActivationNeedsSystemIntro',

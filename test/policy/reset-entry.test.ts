@@ -27,11 +27,12 @@ const OPENCLAW_KEPT = {
   execHost: 'sandbox', execSecurity: 'allowlist', execAsk: 'on-miss', execNode: 'n1', responseUsage: 'tokens', pinnedAt: 5,
   groupActivation: 'mention', groupActivationNeedsSystemIntro: true, label: 'work chat', groupId: 'g1', groupChannel: '#g',
   spawnedWorkspaceDir: '/w', spawnedCwd: '/w/sub', forkedFromParent: true, subagentRole: 'leaf', subagentControlScope: 'none',
+  compactionCheckpoints: [{ id: 'c' }],
 };
 const OPENCLAW_DROPPED = {
   status: 'done', startedAt: 1, endedAt: 2, runtimeMs: 1, estimatedCostUsd: 0.1, cacheRead: 3, cacheWrite: 4, contextTokens: 200000,
   contextBudgetStatus: { ok: true }, systemPromptReport: { chars: 10 }, skillsSnapshot: { prompt: 'x' }, goal: 'g',
-  memoryFlushAt: 9, memoryFlushCompactionCount: 1, fallbackNoticeReason: 'r', compactionCheckpoints: [{ id: 'c' }],
+  memoryFlushAt: 9, memoryFlushCompactionCount: 1, fallbackNoticeReason: 'r',
   someFieldNobodyKnows: 'x',
 };
 
