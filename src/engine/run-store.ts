@@ -173,8 +173,9 @@ export async function releaseSession(
         const dropped = stopped ? remaining.filter((item) => item.leasedBy === runId) : [];
         const queue = unparkAll(remaining.filter((item) => !(stopped && item.leasedBy === runId)));
         setQueue(entry, queue);
-        // Superseded by an interrupt: the queue's decision, recorded (a stop was asked for, and answered).
-        if (reason === 'interrupt') noteRemoved(entry, dropped.map((item) => droppedEventOf(item, reason)), randomUUID);
+        // Recorded in this write, whichever stop took them (a /stop, an interrupt): the events are
+        // printed after it, and a process that dies in between must leave their report on disk.
+        noteRemoved(entry, dropped.map((item) => droppedEventOf(item, reason)), randomUUID);
         // The outbox stays: what came after the run's last flush is appended by the next drain,
         // and so is what the run itself could not append (its run_failed after losing the lock).
         if (owed.length > 0) pushOutbox(entry, { id: randomUUID(), sessionId: entry.sessionId, records: owed.map((record) => record as Record<string, unknown>) });

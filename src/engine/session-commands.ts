@@ -1,6 +1,7 @@
 // Session commands in a message (`/stop`, `/send …`, a `/queue` directive alone or an invalid
 // one): applied to the entry inside the store transaction, and the reply records that answer them.
 
+import { randomUUID } from 'node:crypto';
 import {
   applyQueueDirective,
   describeQueueSettings,
@@ -12,7 +13,7 @@ import {
 } from '../policy/index.js';
 import { DELIVERY_MIRROR_MODEL, INJECTED_MODEL, transcriptOnlyMarks, type NewTranscriptEntry } from '../store/index.js';
 import type { Addressed, AdmitEnv } from './admission-types.js';
-import { claimedByActiveRun, droppedEventOf, queueOf, setQueue, type QueueEvent, type QueuedEntry } from './queue-state.js';
+import { claimedByActiveRun, droppedEventOf, noteRemoved, queueOf, setQueue, type QueueEvent, type QueuedEntry } from './queue-state.js';
 
 export function commandReplyRecords(text: string, now: number, runId: string, delivered: boolean, policy: { decision: string; rule: number | null }, deliveryContext: unknown): NewTranscriptEntry[] {
   // A command's answer is no model output: marked so that OpenClaw never replays it (`command` tells it apart).
@@ -52,7 +53,11 @@ export function runCommand(
     const withTheRun = (waiting: (typeof queue)[number]): boolean => waiting.leasedBy !== undefined || claimedByActiveRun(entry, waiting);
     const cancelled = queue.filter((waiting) => !withTheRun(waiting));
     setQueue(entry, queue.filter(withTheRun));
-    for (const waiting of cancelled) events.push(droppedEventOf(waiting, 'stopped'));
+    // Recorded in the same write as the removal (a `dropped` record through the outbox), like
+    // every drop: a process that dies before printing the events leaves the report on disk.
+    const stopped = cancelled.map((waiting) => droppedEventOf(waiting, 'stopped'));
+    noteRemoved(entry, stopped, randomUUID);
+    events.push(...stopped);
     let aborted: string | undefined;
     if (entry.activeRun) {
       aborted = entry.activeRun.runId;

@@ -346,7 +346,11 @@ describe('session commands', () => {
     assert.equal(reply.text, `Stopped: 2 queued message(s) cancelled; run ${started.runId} aborted.`);
     // The command and its reply were written by the run's owner (it held the transcript).
     // (whether the runner's tool call was recorded before /stop arrived is a race of no interest here)
-    assert.deepEqual(shape(transcriptOf(env, KEY)).filter((label) => label !== 'tool_call'), ['user:job', 'user:/stop', `command:${reply.text}`, `mirror:${reply.text}`, 'custom:run_failed']);
+    const records = transcriptOf(env, KEY);
+    assert.deepEqual(shape(records).filter((label) => label !== 'tool_call' && label !== 'custom:dropped'), ['user:job', 'user:/stop', `command:${reply.text}`, `mirror:${reply.text}`, 'custom:run_failed']);
+    // Each cancelled message is recorded too, in the write that took it out (whenever the outbox is appended).
+    const droppedRecords = records.filter((record) => record.type === 'custom' && record.customType === 'dropped');
+    assert.deepEqual(droppedRecords.map((record: any) => [record.data.runId, record.data.reason]).sort(), waiting.map((e) => [e.runId, 'stopped']).sort());
     assertStoreValid(env);
   });
 });
