@@ -14,7 +14,7 @@
 // store mutators run (they do no I/O), into the same map as the holders' liveness.
 
 import { carriedOf, type QueueItem } from '../policy/index.js';
-import type { NewTranscriptEntry, StoreLocation } from '../store/index.js';
+import { findInstanceTranscript, type NewTranscriptEntry, type StoreLocation } from '../store/index.js';
 import { transcriptPathIn } from './context.js';
 import { recordedRunIds } from './run-store.js';
 import {
@@ -61,8 +61,17 @@ export function unknownOrphans(entry: QueuedEntry | undefined, liveness: Livenes
 export async function learnRecordedOrphans(location: StoreLocation, entry: QueuedEntry | undefined, liveness: Liveness, transcriptName = entry?.sessionFile): Promise<void> {
   const items = unknownOrphans(entry, liveness);
   if (items.length === 0) return;
-  const found = typeof transcriptName === 'string' ? await recordedRunIds(transcriptPathIn(location, transcriptName), items) : new Set<string>();
-  for (const item of items) liveness.set(recordedKey(item.runId), found.has(item.runId));
+  // Each item's record is in the transcript of the instance it is pinned to. That is the entry's
+  // own unless a reset rotated the session while the run was dead or frozen: then it is the old
+  // instance's, by now under its archive name (found by a kill sweep: such a recorded message was
+  // reported expired, as if it had never been recorded).
+  const byInstance = new Map<string, QueueItem[]>();
+  for (const item of items) byInstance.set(item.sessionId, [...(byInstance.get(item.sessionId) ?? []), item]);
+  for (const [sessionId, pinned] of byInstance) {
+    const file = sessionId === entry?.sessionId ? (typeof transcriptName === 'string' ? transcriptPathIn(location, transcriptName) : null) : await findInstanceTranscript(location.sessionsDir, sessionId);
+    const found = file !== null ? await recordedRunIds(file, pinned) : new Set<string>();
+    for (const item of pinned) liveness.set(recordedKey(item.runId), found.has(item.runId));
+  }
 }
 
 export interface LeavingReports {

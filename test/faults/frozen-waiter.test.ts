@@ -15,7 +15,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { lockPathFor, readLockOwner } from '../../src/store/index.js';
-import { LiveIngest, assertStoreValid, dm, ingestAll, killLiveIngests, queueEnv, queueRunner, readStore, releaseHolds, sessionsDir, shape, transcriptOf } from '../fixtures/queue-lib.js';
+import { LiveIngest, allTranscripts, assertStoreValid, dm, ingestAll, killLiveIngests, queueEnv, queueRunner, readStore, releaseHolds, sessionsDir, shape, transcriptOf } from '../fixtures/queue-lib.js';
+import { runCli } from '../helpers.js';
 import { waitUntil } from '../fixtures/store-child-process.js';
 
 const BOB = 'agent:main:direct:bob';
@@ -56,14 +57,20 @@ function thaw(pid: number): void {
 }
 
 const CASES = [
-  { how: 'started by ingest', slot: 'still taken' },
-  { how: 'started by ingest', slot: 'free again' },
-  { how: 'drained from the queue', slot: 'still taken' },
+  { how: 'started by ingest', slot: 'still taken', reset: false },
+  { how: 'started by ingest', slot: 'free again', reset: false },
+  { how: 'drained from the queue', slot: 'still taken', reset: false },
+  // Found by a kill/freeze sweep (session 19): the message is recorded in the instance a reset
+  // archived during the freeze; it was reported expired, as if it had never been recorded.
+  { how: 'drained from the queue', slot: 'still taken', reset: true },
 ] as const;
 
 describe('a process frozen past staleMs while its run waits for a lane slot', () => {
-  for (const { how, slot } of CASES) {
-    test(`${how}, resumed with the slot ${slot}: the turn runs once, in it, with no run_failed`, async () => {
+  for (const { how, slot, reset } of CASES) {
+    const title = reset
+      ? `${how}, the session reset during the freeze: its recorded message is reported failed (orphaned) once, never expired`
+      : `${how}, resumed with the slot ${slot}: the turn runs once, in it, with no run_failed`;
+    test(title, async () => {
       const env = queueEnv({
         session: { dmScope: 'per-peer', writeLock: { staleMs: 2_000 } },
         agents: { defaults: { maxConcurrent: 1, runner: queueRunner('hold') } },
@@ -112,13 +119,20 @@ describe('a process frozen past staleMs while its run waits for a lane slot', ()
       assert.deepEqual(cleared.queue?.map((item: any) => item.claimedBy), ['b1'], 'the claim is left queued for its owner');
       assert.equal(cleared.queueOwner?.pid, waiter.child.pid, 'and the queue to the frozen (live) owner');
 
+      if (reset) {
+        const r = await runCli(['sessions', 'reset', BOB, '-y', '--state-dir', env.state, '--config', env.config]);
+        assert.equal(r.code, 0, r.stderr);
+      }
       if (slot === 'free again') {
         releaseHolds(env);
         await holder.waitFor((e) => e.type === 'run_ended' && e.runId === 'a1', "alice's run to end");
         await holder.finish();
       }
       thaw(waiter.child.pid!);
-      if (slot === 'still taken') {
+      if (reset) {
+        releaseHolds(env);
+        await holder.finish();
+      } else if (slot === 'still taken') {
         // Seen by the resumed process: its run ended (old behaviour) or the turn is claimed again.
         await waitUntil(() => waiter.events.some((e) => e.runId === 'b1' && e.type === 'run_ended') || readStore(env)[BOB].activeRun?.pid === waiter.child.pid, 30_000, 'the resumed process to act on the takeover');
         releaseHolds(env);
@@ -126,6 +140,15 @@ describe('a process frozen past staleMs while its run waits for a lane slot', ()
       }
       await waiter.finish();
 
+      if (reset) {
+        const everything = allTranscripts(env).flatMap((t) => t.records);
+        const naming = (customType: string) => everything.filter((record) => record.type === 'custom' && record.customType === customType && (record.data?.runId === 'b1' || record.data?.messages?.some((m: any) => m.runId === 'b1')));
+        assert.equal(everything.filter((record) => record.message?.role === 'user' && record.message.runId === 'b1').length, 1, 'recorded once');
+        assert.deepEqual(naming('expired'), [], 'never reported expired');
+        assert.deepEqual(naming('run_failed').map((record) => record.data.reason), ['orphaned']);
+        assertStoreValid(env);
+        return;
+      }
       const ofBob = (events: any[]) => events.filter((e) => e.runId === 'b1' && e.type !== 'result').map((e) => `${e.type}${e.status ? `:${e.status}` : ''}`);
       assert.deepEqual(ofBob(others), [], 'the process that judged the run dead reported nothing of it');
       assert.deepEqual(ofBob(waiter.events), ['run_started', 'reply', 'run_ended:done'], `one run, one report:\n${waiter.events.map((e) => JSON.stringify(e)).join('\n')}`);
