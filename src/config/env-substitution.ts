@@ -84,7 +84,7 @@ function substitute(text: string, env: Record<string, string | undefined>, at: s
 }
 
 /** `KEY=value` lines of a `.env` file (quotes stripped, `\n` in double quotes a newline, `#` comments); {} when absent or unreadable. */
-export function readDotEnv(file: string): Record<string, string> {
+function readDotEnv(file: string): Record<string, string> {
   let text: string;
   try {
     const stat = fs.statSync(file);
