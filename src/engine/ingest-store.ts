@@ -11,6 +11,7 @@ import {
   checkNotShared,
   checkSessionEntry,
   duplicateKeyOfRecord,
+  busyAfterWaiting,
   entryTextHash,
   journalledEntry,
   findInstanceTranscript,
@@ -390,7 +391,8 @@ export async function ingestStore(
     pending = outcome.deferred;
     if (pending.length === 0) break;
     if (systemClock.now() - startedAt >= waitLimitMs) {
-      for (const item of pending) result.failed.set(item, outcome.busy);
+      const busy = isSwitchboardError(outcome.busy) ? busyAfterWaiting(outcome.busy, systemClock.now() - startedAt) : outcome.busy;
+      for (const item of pending) result.failed.set(item, busy);
       break;
     }
     await sleep(busyRetryDelayMs(round));

@@ -3,7 +3,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isSwitchboardError, systemClock } from '../core/index.js';
-import { appendEntries, isInMemory, lockPresent, transactSessionStore, withLock, type NewTranscriptEntry, type StoreLocation, type StoreTransaction } from '../store/index.js';
+import { appendEntries, busyAfterWaiting, isInMemory, lockPresent, transactSessionStore, withLock, type NewTranscriptEntry, type StoreLocation, type StoreTransaction } from '../store/index.js';
 import { sessionLockOptions, storeWriteOptions, type EngineContext } from './context.js';
 
 export interface AppendTarget {
@@ -43,12 +43,14 @@ export function busyRetryDelayMs(attempt: number): number {
  */
 export async function transactRetryingBusy<T>(ctx: EngineContext, location: StoreLocation, work: Parameters<typeof transactSessionStore<T>>[1]): Promise<T> {
   const writeLock = ctx.config.session?.writeLock;
-  const deadline = systemClock.now() + (writeLock?.acquireTimeoutMs ?? 60_000);
+  const startedAt = systemClock.now();
+  const deadline = startedAt + (writeLock?.acquireTimeoutMs ?? 60_000);
   for (let attempt = 0; ; attempt++) {
     try {
       return await transactSessionStore(location.storePath, work, storeWriteOptions(ctx));
     } catch (err) {
-      if (!isSwitchboardError(err, 'SESSION_BUSY') || systemClock.now() >= deadline) throw err;
+      if (!isSwitchboardError(err, 'SESSION_BUSY')) throw err;
+      if (systemClock.now() >= deadline) throw busyAfterWaiting(err, systemClock.now() - startedAt);
     }
     await sleep(busyRetryDelayMs(attempt));
   }

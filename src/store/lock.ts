@@ -394,6 +394,19 @@ function notALockFolder(lockPath: string, kind: FileKind): SwitchboardError {
   });
 }
 
+/**
+ * A busy error as its caller finally gives up after trying again and again without waiting (a
+ * store-lock holder never waits for a session lock): the last try waited 0 ms, the caller
+ * `waitedMs` in all, which is what the message and details say then.
+ */
+export function busyAfterWaiting(err: SwitchboardError, waitedMs: number): SwitchboardError {
+  if (err.code !== 'SESSION_BUSY' && err.code !== 'STORE_BUSY') return err;
+  return new SwitchboardError(err.code, err.message.replace(/; gave up after [^;]*$/, `; gave up after ${formatMs(waitedMs)}`), {
+    hint: err.hint,
+    details: { ...err.details, waitedMs },
+  });
+}
+
 function busyError(target: string, lockPath: string, settings: ResolvedLockSettings, seen: LockInfo | null, waitedMs: number): SwitchboardError {
   const what = settings.busyCode === 'STORE_BUSY' ? 'store lock' : 'session write lock';
   const foreign = seen !== null && seen.kind !== 'switchboard';

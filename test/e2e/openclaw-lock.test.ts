@@ -69,6 +69,10 @@ describe('OpenClaw holds a transcript lock', () => {
     assert.equal(r.code, 75, r.stderr);
     assert.deepEqual(r.events.map((e) => e.code ?? e.disposition), ['SESSION_BUSY', 'recorded'], r.stderr);
     assert.ok(Date.now() - started >= 900, 'it waited for session.writeLock.acquireTimeoutMs');
+    // and says so: the wait in all, not the last zero-wait try's 0 ms
+    const busy = r.events.find((e) => e.code === 'SESSION_BUSY');
+    assert.match(busy.message, /gave up after (?:[1-9]\d* ms|\d+\.\d s)/, busy.message);
+    assert.doesNotMatch(busy.message, /gave up after [0-9] ms/);
     assert.equal(fs.readFileSync(transcript, 'utf8'), transcriptBytes, 'nothing written beside OpenClaw');
 
     const listed = await cli(s, 'locks', '--json');
