@@ -11,9 +11,9 @@
 //   `~/.openclaw/.env`, which never overrides the environment either).
 // * Keys are never substituted, only string values, at any depth (arrays included).
 
-import fs from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../core/index.js';
+import { readConfigText } from './read-file.js';
 import { formatJsonPath } from './validators.js';
 
 /** A name a reference may use. */
@@ -87,9 +87,8 @@ function substitute(text: string, env: Record<string, string | undefined>, at: s
 function readDotEnv(file: string): Record<string, string> {
   let text: string;
   try {
-    const stat = fs.statSync(file);
-    if (!stat.isFile() || stat.size > MAX_DOTENV_BYTES) return {};
-    text = fs.readFileSync(file, 'utf8');
+    // The config files' own read: a regular file of bounded size, never a wait on a FIFO.
+    text = readConfigText(file, MAX_DOTENV_BYTES);
   } catch {
     return {};
   }

@@ -31,8 +31,8 @@ import { archiveFile, isInMemory, lockQueueState, setStoreUpkeepProvider, type S
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { busyKeysIn } from './queue.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent, type HeldLocks } from './cleanup-files.js';
-import { buildMaintenanceSnapshot, sharedKeysIn, transcriptNameOf } from './cleanup-snapshot.js';
-import { namedTranscripts, removeTrajectoryArtifacts } from './session-artifacts.js';
+import { buildMaintenanceSnapshot, sharedKeysIn } from './cleanup-snapshot.js';
+import { namedTranscripts, removeTrajectoryArtifacts, transcriptNameOf } from './session-artifacts.js';
 
 /** How often, per store and process, the write path looks for entries older than pruneAfter. */
 const PRUNE_SCAN_INTERVAL_MS = 60_000;
@@ -315,11 +315,13 @@ async function removeOverCaps(
           if (to !== null && (await unlinkIfPresent(to).catch(() => false))) changed += 1;
         }
       }
+      // What the entries left still name: a trajectory-shaped name may be one's own transcript.
+      const named = removed.some((r) => r.evicted) ? namedTranscripts(location, store) : new Set<string>();
       for (const { key, name, evicted } of removed) {
         const to = archivedTo.get(key);
         if (evicted && to !== undefined && (await unlinkIfPresent(to).catch(() => false))) changed += 1;
         // OpenClaw's budget deletes an evicted entry's trajectory capture and pointer with it.
-        if (evicted && name !== null) changed += (await removeTrajectoryArtifacts(location.sessionsDir, name, namedTranscripts(location, store)).catch(() => ({ files: 0 }))).files;
+        if (evicted && name !== null) changed += (await removeTrajectoryArtifacts(location.sessionsDir, name, named).catch(() => ({ files: 0 }))).files;
       }
       if (changed > 0) await fsyncFolder(location.sessionsDir);
     } finally {

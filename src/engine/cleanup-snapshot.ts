@@ -17,7 +17,7 @@ import {
   type StoreLocation,
 } from '../store/index.js';
 import { queueBusyKeys } from './queue.js';
-import { isSessionArtifact, namedTranscripts, storeReferences, transcriptNameOf } from './session-artifacts.js';
+import { isSessionArtifact, storeReferences, transcriptNameOf } from './session-artifacts.js';
 
 /** Files stat-ed at once while building a snapshot: enough to hide latency, few file handles. */
 const STAT_CONCURRENCY = 64;
@@ -46,9 +46,6 @@ export interface SnapshotOptions {
   store?: SessionStore;
   onProgress?: (done: number, total: number) => void;
 }
-
-// Which names an entry refers to, and which files the store keeps, is one rule (session-artifacts.ts).
-export { namedTranscripts, transcriptNameOf };
 
 /**
  * The transcripts among a folder's file names that no entry names: archives aside, and OpenClaw's

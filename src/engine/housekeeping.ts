@@ -32,7 +32,8 @@ import {
 } from '../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { handOffQueue, rotateInstance, turnBeforeReset, type BeforeResetReport } from './sessions.js';
-import { buildMaintenanceSnapshot, transcriptNameOf, unnamedTranscripts, type BusyKeysProvider } from './cleanup-snapshot.js';
+import { buildMaintenanceSnapshot, unnamedTranscripts, type BusyKeysProvider } from './cleanup-snapshot.js';
+import { transcriptNameOf } from './session-artifacts.js';
 import { removeEntries, type CleanupProgress } from './session-cleanup.js';
 import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
 import type { ExpiredEvent } from './queue-state.js';

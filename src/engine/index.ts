@@ -34,7 +34,8 @@ export {
   type CleanupStoreResult,
   type CleanupReport,
 } from './session-cleanup-run.js';
-export { buildMaintenanceSnapshot, transcriptNameOf, type BusyKeysProvider, type BuiltSnapshot, type EntryIdentity } from './cleanup-snapshot.js';
+export { buildMaintenanceSnapshot, type BusyKeysProvider, type BuiltSnapshot, type EntryIdentity } from './cleanup-snapshot.js';
+export { transcriptNameOf } from './session-artifacts.js';
 export {
   applyCleanupPlan,
   removeEntries,

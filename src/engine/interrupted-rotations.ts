@@ -29,8 +29,8 @@ import {
 } from '../store/index.js';
 import { sessionLockOptions, type EngineContext } from './context.js';
 import { holdTranscriptLocks } from './cleanup-files.js';
-import { transcriptNameOf, unnamedTranscripts } from './cleanup-snapshot.js';
-import { storeReferences } from './session-artifacts.js';
+import { unnamedTranscripts } from './cleanup-snapshot.js';
+import { storeReferences, transcriptNameOf } from './session-artifacts.js';
 import { transcriptHeaderProblem } from './doctor/transcript-scan.js';
 
 export interface FinishedRotation {

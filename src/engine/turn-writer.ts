@@ -113,7 +113,7 @@ export class TurnWriter {
   /**
    * A runner's stderr line, logged with the run (queue.md: "stderr is logged"): one diagnostic
    * line each, cut to a readable length, at most MAX_STDERR_LINES per run, then one line saying
-   * how many more there were — a runner that floods stderr must not flood the command's.
+   * that more are not shown — a runner that floods stderr must not flood the command's.
    */
   private logStderr(line: string): void {
     const log = this.ctx.log;

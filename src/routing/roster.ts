@@ -42,8 +42,8 @@ export function listRoster(config: SwitchboardConfig): Roster {
   // refuses it): the current rules would then apply, not these. Said, not guessed at.
   const currentOnly = [
     config.agents?.ownership !== undefined ? 'agents.ownership' : undefined,
-    (config.agents?.defaults as { systemAgent?: unknown } | undefined)?.systemAgent !== undefined ? 'agents.defaults.systemAgent' : undefined,
-    (config.session as { groupScope?: unknown } | undefined)?.groupScope !== undefined ? 'session.groupScope' : undefined,
+    config.agents?.defaults?.systemAgent !== undefined ? 'agents.defaults.systemAgent' : undefined,
+    config.session?.groupScope !== undefined ? 'session.groupScope' : undefined,
   ].filter((key): key is string => key !== undefined);
   if (currentOnly.length > 0) {
     warnings.push(`${currentOnly.join(', ')} ${currentOnly.length > 1 ? 'belong' : 'belongs'} to the agents.entries format and ${currentOnly.length > 1 ? 'are' : 'is'} ignored with agents.list; OpenClaw 2026.9.6 would move this file to agents.entries and route by those rules (move the roster to agents.entries to have them here)`);

@@ -41,7 +41,7 @@ const judgedFileLocks = new WeakMap<LockInfo, FileLockSnapshot>();
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
 /** The record in a file lock, as OpenClaw's session-write-lock parses it; null when it is no JSON object. */
-export function parseFileLockRecord(text: string, at: number): FileLockRecord | null {
+function parseFileLockRecord(text: string, at: number): FileLockRecord | null {
   let value: unknown;
   try {
     value = JSON.parse(text);

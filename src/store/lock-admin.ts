@@ -4,13 +4,12 @@
 // Locks are switchboard's lock folders and another program's lock files (OpenClaw's, a regular
 // `<target>.lock`: lock-owner.ts, "Locks of another program").
 
-import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
-import { parseFileLockRecord, type FileLockRecord } from './file-lock.js';
+import { inspectFileLock, type FileLockRecord } from './file-lock.js';
 import { LOCK_SUFFIX, clearLock, describeHolder, foreignLockContent, heldLocks, inspectLock, type LockInfo, type LockKind, type LockOwnerRecord } from './lock-owner.js';
 import { TRANSCRIPT_SUFFIX } from './paths.js';
-import { STORE_OPEN_FLAGS } from './regular-file.js';
 
 export interface ReleaseLockResult {
   lockPath: string;
@@ -50,7 +49,7 @@ async function collectLockDirs(dir: string, out: string[]): Promise<void> {
   for (const entry of entries) {
     const full = path.join(dir, entry.name);
     if (entry.isFile()) {
-      if (entry.name.endsWith(LOCK_SUFFIX) && (await isLockFile(full, names))) out.push(full);
+      if (entry.name.endsWith(LOCK_SUFFIX) && isLockFile(full, names)) out.push(full);
       continue;
     }
     if (!entry.isDirectory()) continue; // symlinks are not followed
@@ -59,18 +58,12 @@ async function collectLockDirs(dir: string, out: string[]): Promise<void> {
   }
 }
 
-async function isLockFile(file: string, siblings: ReadonlySet<string>): Promise<boolean> {
+/** Whether the regular file `file` is a lock switchboard waits for (see listLocks). */
+function isLockFile(file: string, siblings: ReadonlySet<string>): boolean {
   const target = path.basename(file).slice(0, -LOCK_SUFFIX.length);
   if (target.endsWith(TRANSCRIPT_SUFFIX) || siblings.has(target)) return true;
   try {
-    const handle = await fsp.open(file, fsConstants.O_RDONLY | STORE_OPEN_FLAGS);
-    try {
-      if (!(await handle.stat()).isFile()) return false;
-      const { buffer, bytesRead } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
-      return parseFileLockRecord(buffer.subarray(0, bytesRead).toString('utf8'), 0)?.pid != null;
-    } finally {
-      await handle.close();
-    }
+    return inspectFileLock(file)?.info.fileLock?.pid != null;
   } catch {
     return false;
   }
