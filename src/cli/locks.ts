@@ -20,7 +20,7 @@ export function registerLockCommands(program: Command, hooks: ProgramHooks): voi
   locks.action(hooks.action((ctx: CliContext) => runList(ctx)));
   locks
     .command('list', { isDefault: true })
-    .description('every lock under the state dir with its holder, age, and whether it is stale or past its max hold')
+    .description("every lock under the state dir with its holder, age, and whether it is stale or past its max hold (switchboard's lock folders and OpenClaw's lock files)")
     .addHelpText('after', '\nExample:\n  $ switchboard locks list')
     .action(hooks.action((ctx: CliContext) => runList(ctx)));
   addDestructiveFlags(
