@@ -1,11 +1,12 @@
-// Build step: bundles the compiled CLI into dist/bundle/ so `switchboard` starts by loading a
-// few files instead of dozens of ES modules (cold start is a measured target, P2 in quality.md).
+// Build step: bundles the compiled CLI into dist/bundle/ so `switchboard` starts by requiring a
+// few CommonJS files instead of loading dozens of ES modules (cold start is a measured target, P2
+// in quality.md).
 // Rarely used parts (json5, chalk, …) stay in separate chunks loaded on demand.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, transform } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const srcRoot = path.join(root, 'dist', 'src');
@@ -114,34 +115,79 @@ const directImports = {
 
 // ---------------------------------------------------------------------------------------------
 // Chunk names are content hashes: without this, every build would leave the previous ones behind.
-fs.rmSync(path.join(root, 'dist', 'bundle'), { recursive: true, force: true });
-await build({
+// ---------------------------------------------------------------------------------------------
+// One ES module build, shipped as CommonJS
+
+/*
+ * esbuild splits code into chunks only in ES module output, so the bundle is built as ES modules
+ * and each chunk is then rewritten as a CommonJS file. Node 20's ES module loader costs ~7 ms of
+ * every command's start (resolving, linking and evaluating a dozen chunks through its promise
+ * machinery; measured: `route resolve --json` 1.44 → 1.31 × `node -e 0`), while require() of
+ * the same code is synchronous and already set up when node starts. What the rewrite changes:
+ * `import.meta.url` becomes the chunk's file URL, and `import("./chunk.js")` of a CommonJS chunk
+ * becomes a require() of it (a promise all the same). A chunk that imports a package from
+ * node_modules (ink and react, ES modules only, which require() cannot load in Node 20) stays an
+ * ES module, named `.mjs`; it is only ever reached through import(), which CommonJS code may use.
+ */
+const bundleDir = path.join(root, 'dist', 'bundle');
+fs.rmSync(bundleDir, { recursive: true, force: true });
+const built = await build({
   entryPoints: [path.join(root, 'dist', 'src', 'cli', 'main.js')],
-  outdir: path.join(root, 'dist', 'bundle'),
+  outdir: bundleDir,
+  write: false,
   bundle: true,
   splitting: true,
   format: 'esm',
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
-  // Bytes are start-up time (each is decoded and parsed on every run): drop whitespace and
-  // simplify syntax, but keep identifiers, so stack traces still name their functions.
-  minifyWhitespace: true,
-  minifySyntax: true,
   // `switchboard top` loads ink and react from node_modules when it starts: bundling them would
   // add a large chunk (and yoga's WebAssembly) for one interactive command.
   external: ['ink', 'react', 'react/*'],
   plugins: [directImports],
-  // Bundled CommonJS dependencies use require() and __filename; give the ESM bundle both. Every
-  // chunk is in the same folder, so one require() serves them all: createRequire() walks the
-  // folder's parents each time, which cost ~0.15 ms per chunk a command loads.
-  banner: {
-    js: [
-      "import { createRequire as __sbCreateRequire } from 'node:module';",
-      "import { fileURLToPath as __sbFileURLToPath } from 'node:url';",
-      "const require = (globalThis[Symbol.for('switchboard.bundle.require')] ??= __sbCreateRequire(import.meta.url));",
-      'const __filename = __sbFileURLToPath(import.meta.url);',
-      "const __dirname = __filename.slice(0, __filename.lastIndexOf('/'));",
-    ].join(' '),
-  },
 });
+
+// Bytes are start-up time (each is decoded and parsed on every run): drop whitespace and
+// simplify syntax, but keep identifiers, so stack traces still name their functions.
+const MINIFY = { minifyWhitespace: true, minifySyntax: true };
+const PACKAGE_IMPORT = /^import\s[^;]*?\bfrom\s*"(?!\.|node:)[^"]+";/m;
+const CHUNK_REFERENCE = /(\bimport\(|\bfrom\s*|\brequire\()(["'])\.\/([^"'\\]+)\2(\))?/g;
+
+const esModuleChunks = new Set(built.outputFiles.filter((chunk) => PACKAGE_IMPORT.test(chunk.text)).map((chunk) => path.basename(chunk.path)));
+const mjsName = (name) => name.replace(/\.js$/, '.mjs');
+
+/** Points references to ES module chunks at their `.mjs` names; import() of a CommonJS chunk from CommonJS becomes require(). */
+function linkChunks(text, importerIsCommonJs, importer) {
+  return text.replace(CHUNK_REFERENCE, (whole, opening, quote, name, closing = '') => {
+    const target = esModuleChunks.has(name) ? mjsName(name) : name;
+    if (opening === 'import(' && importerIsCommonJs && !esModuleChunks.has(name)) return `Promise.resolve().then(() => require(${quote}./${target}${quote}))`;
+    if (opening === 'require(' && esModuleChunks.has(name)) throw new Error(`${importer}: require() of the ES module chunk ${name}`);
+    return `${opening}${quote}./${target}${quote}${closing}`;
+  });
+}
+
+fs.mkdirSync(bundleDir, { recursive: true });
+// The package is "type": "module"; this folder's `.js` files are CommonJS.
+fs.writeFileSync(path.join(bundleDir, 'package.json'), '{ "type": "commonjs" }\n');
+for (const chunk of built.outputFiles) {
+  const name = path.basename(chunk.path);
+  if (esModuleChunks.has(name)) {
+    if (/\b(__require|__filename|__dirname)\b/.test(chunk.text)) throw new Error(`${name}: an ES module chunk needs require() or __filename`);
+    const minified = await transform(chunk.text, { format: 'esm', platform: 'node', target: 'node20', logLevel: 'warning', ...MINIFY });
+    fs.writeFileSync(path.join(bundleDir, mjsName(name)), linkChunks(minified.code, false, name));
+    continue;
+  }
+  const usesModuleUrl = chunk.text.includes('import.meta');
+  const commonJs = await transform(chunk.text, {
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+    ...MINIFY,
+    define: usesModuleUrl ? { 'import.meta.url': '__sbModuleUrl' } : {},
+    banner: usesModuleUrl ? "const __sbModuleUrl = require('node:url').pathToFileURL(__filename).href;" : '',
+  });
+  const text = linkChunks(commonJs.code, true, name);
+  if (text.includes('import.meta')) throw new Error(`${name}: import.meta left in a CommonJS chunk`);
+  fs.writeFileSync(chunk.path, text);
+}
