@@ -1,9 +1,8 @@
 // Public face of server/: `switchboard serve` on a Unix socket (start, signals, reload, drain) and
 // the client that talks to it (requests by id, pushes, ingest/send through a running server).
 
+export { startServer, stopOnSignals } from './start.js';
 export {
-  startServer,
-  stopOnSignals,
   DEFAULT_GRACE_MS,
   DEFAULT_LIMITS,
   type StartServerOptions,
