@@ -153,6 +153,14 @@ const MINIFY = { minifyWhitespace: true, minifySyntax: true };
 const PACKAGE_IMPORT = /^import\s[^;]*?\bfrom\s*"(?!\.|node:)[^"]+";/m;
 const CHUNK_REFERENCE = /(\bimport\(|\bfrom\s*|\brequire\()(["'])\.\/([^"'\\]+)\2(\))?/g;
 
+/*
+ * import() in code that bin/load-bundle.cjs compiles with a code cache (vm.Script) would need a
+ * loader callback, which is experimental in Node 20; the launcher lends its own import() instead.
+ * Without the launcher (a chunk required some other way) the chunk's own import() is used.
+ */
+const IMPORT = "(globalThis[Symbol.for('switchboard.import')] ?? ((specifier) => import(specifier)))";
+const OTHER_IMPORT = /\bimport\((?=["'](?!\.\/))/g;
+
 const esModuleChunks = new Set(built.outputFiles.filter((chunk) => PACKAGE_IMPORT.test(chunk.text)).map((chunk) => path.basename(chunk.path)));
 const mjsName = (name) => name.replace(/\.js$/, '.mjs');
 
@@ -160,7 +168,10 @@ const mjsName = (name) => name.replace(/\.js$/, '.mjs');
 function linkChunks(text, importerIsCommonJs, importer) {
   return text.replace(CHUNK_REFERENCE, (whole, opening, quote, name, closing = '') => {
     const target = esModuleChunks.has(name) ? mjsName(name) : name;
-    if (opening === 'import(' && importerIsCommonJs && !esModuleChunks.has(name)) return `Promise.resolve().then(() => require(${quote}./${target}${quote}))`;
+    if (opening === 'import(' && importerIsCommonJs) {
+      if (!esModuleChunks.has(name)) return `Promise.resolve().then(() => require(${quote}./${target}${quote}))`;
+      return `${IMPORT}(require("node:url").pathToFileURL(require("node:path").join(__dirname, ${quote}${target}${quote})).href)`;
+    }
     if (opening === 'require(' && esModuleChunks.has(name)) throw new Error(`${importer}: require() of the ES module chunk ${name}`);
     return `${opening}${quote}./${target}${quote}${closing}`;
   });
@@ -187,7 +198,8 @@ for (const chunk of built.outputFiles) {
     define: usesModuleUrl ? { 'import.meta.url': '__sbModuleUrl' } : {},
     banner: usesModuleUrl ? "const __sbModuleUrl = require('node:url').pathToFileURL(__filename).href;" : '',
   });
-  const text = linkChunks(commonJs.code, true, name);
+  const text = linkChunks(commonJs.code, true, name).replace(OTHER_IMPORT, `${IMPORT}(`);
   if (text.includes('import.meta')) throw new Error(`${name}: import.meta left in a CommonJS chunk`);
+  if (/\bimport\(/.test(text.replaceAll(IMPORT, ''))) throw new Error(`${name}: an import() the launcher cannot serve (not a string literal)`);
   fs.writeFileSync(chunk.path, text);
 }
