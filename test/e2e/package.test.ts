@@ -61,10 +61,12 @@ test('npm pack ships a built CLI that installs and runs outside the repository',
   assert.equal(packed.status, 0, packed.stderr);
   const [info] = JSON.parse(packed.stdout);
   const files = (info.files as { path: string }[]).map((f) => f.path);
-  for (const needed of ['bin/switchboard', 'dist/bundle/main.js', 'dist/validators/sessions.cjs', 'store-format/config.schema.json', 'man/switchboard.1', 'examples/alice.ndjson']) {
+  for (const needed of ['bin/switchboard', 'bin/load-bundle.cjs', 'bin/package.json', 'dist/bundle/package.json', 'dist/bundle/main.js', 'dist/validators/sessions.cjs', 'store-format/config.schema.json', 'man/switchboard.1', 'examples/alice.ndjson']) {
     assert.ok(files.includes(needed), `${needed} is in the tarball`);
   }
   assert.ok(!files.some((f) => f.startsWith('src/') || f.startsWith('dist/test/')), 'no sources or compiled tests in the tarball');
+  // Code caches match only the files they were made from, and npm gives packed files one mtime.
+  assert.ok(!files.some((f) => f.endsWith('.cache')), 'no code caches in the tarball');
 
   const tarball = path.join(dir, info.filename as string);
   const app = path.join(dir, 'app');
