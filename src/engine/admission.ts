@@ -10,6 +10,7 @@ import {
   enqueueItem,
   evaluateSendPolicy,
   forgetDuplicateKey,
+  isAddressField,
   parseControlCommand,
   parseQueueDirective,
   planAdmission,
@@ -63,14 +64,25 @@ function fileOf(entry: QueuedEntry): string {
   return typeof entry.sessionFile === 'string' ? entry.sessionFile : `${entry.sessionId}.jsonl`;
 }
 
-/** Undoes what a rotation did to the instance fields: the rotation waits for the active run to end. */
+/**
+ * Undoes what a rotation did to the instance, for a rotation that waits for the active run (or the
+ * turn before the reset) to end: until the new instance starts the entry is the old instance's,
+ * so its id, file and start and every field of its own (isAddressField: what carryOverToNewInstance
+ * drops or resets — OpenClaw's CLI conversation, token counts, model, run flags …) are put back as
+ * they were. Dropped here, they were gone from the entry while the run went on: an OpenClaw running
+ * the session meanwhile lost them early. The message's own changes to the address (labels,
+ * delivery, duplicate memory, updatedAt, its interaction time) stand.
+ */
 function keepInstance(entry: QueuedEntry, previous: QueuedEntry): QueuedEntry {
   const kept: QueuedEntry = { ...entry };
-  for (const field of ['sessionId', 'sessionFile', 'sessionStartedAt', 'lastInteractionAt', 'model', 'modelOverride'] as const) {
-    if (field === 'lastInteractionAt' && entry.lastInteractionAt !== undefined) continue; // moved by this message itself
-    if (previous[field] === undefined) delete kept[field];
-    else (kept as Record<string, unknown>)[field] = previous[field];
-  }
+  const restore = (field: string): void => {
+    if ((previous as Record<string, unknown>)[field] === undefined) delete (kept as Record<string, unknown>)[field];
+    else (kept as Record<string, unknown>)[field] = (previous as Record<string, unknown>)[field];
+  };
+  for (const field of ['sessionId', 'sessionFile', 'sessionStartedAt']) restore(field);
+  // Moved by this message itself, unless it is a cron run's (a fresh cron instance has none).
+  if (entry.lastInteractionAt === undefined) restore('lastInteractionAt');
+  for (const field of new Set([...Object.keys(entry), ...Object.keys(previous)])) if (!isAddressField(field)) restore(field);
   return kept;
 }
 

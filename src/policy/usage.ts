@@ -67,6 +67,16 @@ const KEPT_BY_NEW_INSTANCE: ReadonlySet<string> = new Set([
   'forkSource', 'autoLabel', 'icon', 'category', 'boardFace', 'boardPresentation', 'visibility', 'delivery', 'pendingDeliveryNotice', 'pluginOwnerId',
 ]);
 
+/**
+ * Whether `field` describes the address rather than one instance: a new instance keeps it (the
+ * instance's clocks and names among them, which the caller sets anew). Every other field is the
+ * instance's own, dropped or reset by carryOverToNewInstance — and kept as it is while a rotation
+ * waits for an active run (admission's keepInstance), since until then the instance is the old one.
+ */
+export function isAddressField(field: string): boolean {
+  return KEPT_BY_NEW_INSTANCE.has(field);
+}
+
 /** OpenClaw's run flags of an instance: a new one starts with them false (when the entry has them at all). */
 const RESET_TO_FALSE = ['systemSent', 'abortedLastRun'] as const;
 

@@ -111,6 +111,42 @@ describe('a switchboard reset of an entry OpenClaw wrote starts a fresh OpenClaw
   });
 });
 
+describe('a rotation that waits for the turn before the reset', () => {
+  test('leaves the old instance\'s OpenClaw fields in the entry until the new instance starts', async () => {
+    const snapshot = path.join(tempDir(), 'sessions-during-turn.json');
+    const state = openClawState({
+      agents: {
+        defaults: {
+          runner: {
+            command: [process.execPath, RUNNER],
+            env: { BEFORE_RESET_LOG: path.join(tempDir(), 'runs.log'), BEFORE_RESET_MODE: 'save', BEFORE_RESET_SNAPSHOT: snapshot },
+          },
+        },
+      },
+      session: { dmScope: 'per-channel-peer', reset: { beforeReset: { timeoutSeconds: 30 } } },
+    });
+    // The runner learns the store's path from the config's env: the state dir is made above.
+    const configFile = path.join(state, 'switchboard.json5');
+    const config = JSON.parse(fs.readFileSync(configFile, 'utf8'));
+    config.agents.defaults.runner.env.BEFORE_RESET_STORE = path.join(sessionsDir(state), 'sessions.json');
+    fs.writeFileSync(configFile, JSON.stringify(config));
+    const before = entryOf(state);
+    const r = await runCli(['ingest', '--state-dir', state], { input: dm('/new') });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(jsonLines(r.stdout).filter((e) => e.type === 'run_started')[0]?.beforeReset, true, 'the rotation was deferred to the drain');
+    // While the turn ran, the rotation was pending and the instance still the old one: OpenClaw
+    // running this session meanwhile must find its conversation state as it left it.
+    const during = JSON.parse(fs.readFileSync(snapshot, 'utf8'))[KEY];
+    assert.equal(during.sessionId, OLD);
+    assert.equal(during.pendingReset?.previousSessionId, OLD, 'the rotation was waiting');
+    for (const field of ['cliSessionBindings', 'cliSessionIds', 'claudeCliSessionId', 'systemSent', 'abortedLastRun', 'compactionCount', 'inputTokens', 'outputTokens', 'totalTokens', 'model', 'modelProvider', 'status', 'startedAt', 'endedAt', 'runtimeMs', 'sessionFile', 'sessionStartedAt']) {
+      assert.deepEqual(during[field], before[field], `${field} is the old instance's until the rotation`);
+    }
+    // Once the rotation is applied, the new instance starts without them.
+    assertFreshInstance(entryOf(state));
+  });
+});
+
 describe('a session id with capitals, as `openclaw agent --session-id Work-Run1` keeps it', () => {
   const KEY_X = 'agent:main:explicit:work-run1';
   const ID = 'Work-Run1';
