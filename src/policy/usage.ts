@@ -80,6 +80,19 @@ export function isAddressField(field: string): boolean {
 /** OpenClaw's run flags of an instance: a new one starts with them false (when the entry has them at all). */
 const RESET_TO_FALSE = ['systemSent', 'abortedLastRun'] as const;
 
+/** The usage fields of an instance: runner reports (applyUsageReport) and OpenClaw's runs write them. */
+const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'totalTokens', 'totalTokensFresh', 'totalTokensVersion', 'contextTokens'] as const;
+
+/**
+ * The usage a new instance starts with, as OpenClaw's reset writes it (2026.9.6 sessions.reset and
+ * reply pipeline alike; 2026.7.1 without the version): nothing used yet — a known 0, marked fresh
+ * (`totalTokensVersion: 1` is what 2026.9.6 requires beside `totalTokensFresh` to trust the count) —
+ * rather than no count at all, which OpenClaw reads as unknown. `contextTokens` (the old model's
+ * window) goes. The reply pipeline leaves `inputTokens`/`outputTokens` out where sessions.reset
+ * writes 0; OpenClaw reads both as no usage.
+ */
+const NEW_INSTANCE_USAGE = { inputTokens: 0, outputTokens: 0, totalTokens: 0, totalTokensFresh: true, totalTokensVersion: 1 } as const;
+
 const nonBlank = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
 
 /**
@@ -108,17 +121,20 @@ function preservedSelection(entry: Record<string, unknown>): Record<string, unkn
 /**
  * Turns `entry` (in place) into the start of a new instance at its address, as OpenClaw's reset
  * does: the fields above and the user's model choice stay; `systemSent` and `abortedLastRun`
- * become false and `compactionCount` 0 (where the entry has them); everything else goes — the
- * old instance's token counts, context window, model and provider, the CLI backend's session
- * (`cliSessionBindings`, `cliSessionIds`, `claudeCliSessionId`: OpenClaw would resume the old
- * conversation), run status and times. The caller gives it its new id, file and clocks.
+ * become false, `compactionCount` 0 and the token counts 0 (NEW_INSTANCE_USAGE) — each where the
+ * entry has them, so an entry without them gains nothing; everything else goes — the old
+ * instance's context window, model and provider, the CLI backend's session (`cliSessionBindings`,
+ * `cliSessionIds`, `claudeCliSessionId`: OpenClaw would resume the old conversation), run status
+ * and times. The caller gives it its new id, file and clocks.
  */
 export function carryOverToNewInstance(entry: Record<string, unknown>): void {
   const selection = preservedSelection(entry);
   const flags = RESET_TO_FALSE.filter((field) => entry[field] !== undefined);
   const compacted = entry.compactionCount !== undefined;
+  const counted = USAGE_FIELDS.some((field) => entry[field] !== undefined);
   for (const field of Object.keys(entry)) if (!KEPT_BY_NEW_INSTANCE.has(field)) delete entry[field];
   Object.assign(entry, selection);
   for (const field of flags) entry[field] = false;
   if (compacted) entry.compactionCount = 0;
+  if (counted) Object.assign(entry, NEW_INSTANCE_USAGE);
 }

@@ -65,7 +65,9 @@ function assertFreshInstance(entry: Record<string, unknown>): void {
   assert.equal(entry.systemSent, false, 'systemSent: OpenClaw would skip the new instance\'s system intro');
   assert.equal(entry.abortedLastRun, false);
   assert.equal(entry.compactionCount, 0);
-  for (const field of ['status', 'startedAt', 'endedAt', 'runtimeMs', 'inputTokens', 'outputTokens', 'totalTokens', 'model', 'modelProvider']) assert.equal(entry[field], undefined, `${field} was the old instance's`);
+  for (const field of ['status', 'startedAt', 'endedAt', 'runtimeMs', 'model', 'modelProvider', 'contextTokens']) assert.equal(entry[field], undefined, `${field} was the old instance's`);
+  // The old counts are not carried: the new instance has used nothing yet, as OpenClaw's reset writes it.
+  assert.deepEqual([entry.inputTokens, entry.outputTokens, entry.totalTokens, entry.totalTokensFresh, entry.totalTokensVersion], [0, 0, 0, true, 1]);
   assert.equal(entry.thinkingLevel, 'low', 'a setting OpenClaw keeps on reset');
   assert.deepEqual(entry.deliveryContext, { channel: 'telegram', to: 'telegram:111', accountId: 'default' });
   assert.equal((entry.origin as Record<string, unknown>).label, 'Alice');

@@ -58,7 +58,9 @@ function assertFreshInstance(next: PlannedEntry): void {
   assert.equal(next.systemSent, false, 'the new instance gets the system intro again');
   assert.equal(next.abortedLastRun, false);
   assert.equal(next.compactionCount, 0);
-  for (const field of ['inputTokens', 'outputTokens', 'totalTokens', 'totalTokensFresh', 'model', 'modelProvider', 'contextTokens']) assert.equal(next[field], undefined, `${field} belonged to the old instance`);
+  for (const field of ['model', 'modelProvider', 'contextTokens']) assert.equal(next[field], undefined, `${field} belonged to the old instance`);
+  // The counts start again at a known 0, marked fresh, as OpenClaw's reset writes them.
+  assert.deepEqual([next.inputTokens, next.outputTokens, next.totalTokens, next.totalTokensFresh, next.totalTokensVersion], [0, 0, 0, true, 1]);
   assert.notEqual(next.sessionId, OLD);
   assert.equal(next.sessionFile, `${next.sessionId}.jsonl`);
   assert.equal(next.sessionStartedAt, NOW);
@@ -112,9 +114,11 @@ describe('a reset of an entry OpenClaw wrote', () => {
     assert.equal(autoAuth.authProfileOverride, undefined);
   });
 
-  test('an entry switchboard alone wrote gains no OpenClaw fields', () => {
-    const next = rotate({ sessionId: OLD, updatedAt: 1, sessionStartedAt: 1, lastInteractionAt: 1, channel: 'telegram', model: 'gpt-5', inputTokens: 1 });
+  test('an entry switchboard alone wrote gains no OpenClaw fields; one with counts starts them at 0', () => {
+    const next = rotate({ sessionId: OLD, updatedAt: 1, sessionStartedAt: 1, lastInteractionAt: 1, channel: 'telegram', model: 'gpt-5' });
     assert.deepEqual(next, { sessionId: 'new-' + n, sessionFile: `new-${n}.jsonl`, updatedAt: NOW, sessionStartedAt: NOW, lastInteractionAt: NOW, channel: 'telegram' });
+    const counted = rotate({ sessionId: OLD, updatedAt: 1, channel: 'telegram', model: 'gpt-5', inputTokens: 1 });
+    assert.deepEqual(counted, { sessionId: 'new-' + n, sessionFile: `new-${n}.jsonl`, updatedAt: NOW, sessionStartedAt: NOW, lastInteractionAt: NOW, channel: 'telegram', inputTokens: 0, outputTokens: 0, totalTokens: 0, totalTokensFresh: true, totalTokensVersion: 1 });
   });
 
   test('every entry field of sessions.schema.json is either kept by a reset or one of the instance\'s own', () => {

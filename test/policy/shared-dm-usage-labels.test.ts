@@ -69,13 +69,13 @@ describe('usage reports', () => {
     assert.deepEqual(entry, { sessionId: 's', updatedAt: 1, model: 'gpt-5', modelProvider: 'openai', inputTokens: 10, outputTokens: 2, totalTokens: 1200, totalTokensFresh: true, contextTokens: 200000 });
     assert.equal(applyUsageReport(entry, { totalTokens: 1200 }), false, 'nothing changed');
     carryOverToNewInstance(entry);
-    assert.deepEqual(entry, { sessionId: 's', updatedAt: 1 }, 'a new instance starts without the old one\'s usage, model and window');
+    assert.deepEqual(entry, { sessionId: 's', updatedAt: 1, inputTokens: 0, outputTokens: 0, totalTokens: 0, totalTokensFresh: true, totalTokensVersion: 1 }, 'a new instance starts with nothing used yet, without the old one\'s model and window');
   });
-  test('a rotation by the planner starts the new instance without the old counts', () => {
+  test('a rotation by the planner starts the new instance\'s counts again at 0', () => {
     const existing = { sessionId: 'old', updatedAt: 1, sessionStartedAt: 1, model: 'gpt-5', inputTokens: 5, outputTokens: 6, totalTokens: 7, totalTokensFresh: true, contextTokens: 8 };
     const plan = planSessionMessage(existing, { ...dm('telegram', '111'), text: '/new' }, ctx('agent:main:main'));
     assert.equal(plan.rotation?.reason, 'command');
-    assert.deepEqual([plan.entry.inputTokens, plan.entry.outputTokens, plan.entry.totalTokens, plan.entry.totalTokensFresh], [undefined, undefined, undefined, undefined]);
+    assert.deepEqual([plan.entry.inputTokens, plan.entry.outputTokens, plan.entry.totalTokens, plan.entry.totalTokensFresh, plan.entry.totalTokensVersion], [0, 0, 0, true, 1], 'counted again from 0, as OpenClaw\'s reset does');
     assert.deepEqual([plan.entry.model, plan.entry.contextTokens], [undefined, undefined], 'as OpenClaw\'s reset: the model that ran and its window are the old instance\'s');
   });
 });
