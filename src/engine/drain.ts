@@ -141,7 +141,7 @@ function planDrain(
     }
     if (pending.expireOld || !oldWaiting) {
       plan.rotation = { previousSessionId: entry.sessionId, previousSessionFile: entry.sessionFile as string | undefined, reason: pending.reason, model: pending.model };
-      carryOverToNewInstance(entry);
+      carryOverToNewInstance(entry, { sessionKey: ref.sessionKey, reason: pending.reason, sessionId: pending.newSessionId });
       entry.sessionId = pending.newSessionId;
       entry.sessionFile = pending.newSessionFile;
       entry.sessionStartedAt = now;

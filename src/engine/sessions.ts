@@ -247,7 +247,7 @@ export async function rotateInstance(ctx: EngineContext, request: RotationReques
       const decided = request.decide(current, now);
       if ('skip' in decided) return decided;
       const threadId = (current.origin as { threadId?: string } | undefined)?.threadId;
-      const next = rotateEntry(current as PlannedEntry, { now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptNameFor(location, id, thread) }, threadId) as SessionEntry;
+      const next = rotateEntry(current as PlannedEntry, { sessionKey: key, now, newSessionId: randomUUID, transcriptName: (id, thread) => transcriptNameFor(location, id, thread) }, { reason: decided.reason, threadId }) as SessionEntry;
       if (request.model) next.model = next.modelOverride = request.model;
       const notice: Record<string, unknown> = { type: 'reset_notice', reason: decided.reason, previousSessionId: request.sessionId };
       if (request.note) notice.note = request.note;

@@ -122,13 +122,17 @@ function chatTypeOf(peer: PlanMessage['peer']): PlannedEntry['chatType'] {
  * the settings OpenClaw's own reset keeps) carries over, the old instance's state does not
  * (carryOverToNewInstance in usage.ts).
  */
-export function rotateEntry(entry: PlannedEntry, ctx: Pick<PlanContext, 'now' | 'newSessionId' | 'transcriptName'>, threadId: string | undefined): PlannedEntry {
+export function rotateEntry(
+  entry: PlannedEntry,
+  ctx: Pick<PlanContext, 'sessionKey' | 'now' | 'newSessionId' | 'transcriptName'>,
+  rotation: { reason: string; threadId: string | undefined },
+): PlannedEntry {
   const sessionId = ctx.newSessionId();
   const next = { ...entry } as PlannedEntry;
   shareMemory(entry, next);
-  carryOverToNewInstance(next);
+  carryOverToNewInstance(next, { sessionKey: ctx.sessionKey, reason: rotation.reason, sessionId });
   next.sessionId = sessionId;
-  next.sessionFile = ctx.transcriptName(sessionId, threadId);
+  next.sessionFile = ctx.transcriptName(sessionId, rotation.threadId);
   next.sessionStartedAt = ctx.now;
   next.lastInteractionAt = ctx.now;
   next.updatedAt = ctx.now;
@@ -211,7 +215,7 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
     if (model) entry.model = entry.modelOverride = model;
     if (reason) {
       rotation = { reason, previousSessionId: existing.sessionId, previousSessionFile: existing.sessionFile };
-      entry = rotateEntry(entry, ctx, message.threadId);
+      entry = rotateEntry(entry, ctx, { reason, threadId: message.threadId });
       // A cron run is not an interaction: its fresh instance has no interaction time.
       if (reason === 'cron') delete entry.lastInteractionAt;
     }

@@ -2,6 +2,8 @@
 // modelProvider, inputTokens, outputTokens, totalTokens, totalTokensFresh, contextTokens), and
 // what of an entry a new instance at the same address keeps (carryOverToNewInstance). Pure.
 
+import { parseSessionKey } from '../routing/index.js';
+
 /** A runner's usage report (the protocol's `usage` event); every field optional. */
 export interface UsageReport {
   model?: string;
@@ -118,16 +120,74 @@ function preservedSelection(entry: Record<string, unknown>): Record<string, unkn
   return kept;
 }
 
+/** The CLI backend's conversation with the agent (OpenClaw's claude-cli, codex-cli … backends). */
+const CLI_SESSION_FIELDS = ['cliSessionBindings', 'cliSessionIds', 'claudeCliSessionId'] as const;
+
+/** The new instance a rotation starts: at which address, why (a reset_notice reason, or `cron`), under which id. */
+export interface NewInstance {
+  sessionKey: string;
+  reason: string;
+  sessionId: string;
+}
+
+/** `agent:<id>:subagent:…`, a session OpenClaw spawned for a subagent (its isSubagentSessionKey). */
+function isSubagentKey(sessionKey: string): boolean {
+  try {
+    return parseSessionKey(sessionKey).kind === 'subagent';
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Turns `entry` (in place) into the start of a new instance at its address, as OpenClaw's reset
- * does: the fields above and the user's model choice stay; `systemSent` and `abortedLastRun`
+ * Whether the new instance keeps the CLI backend's conversation: only when a subagent session is
+ * reset on request (`/new`, `/reset`, `sessions reset`). OpenClaw runs subagents through its
+ * gateway's agent method, whose reset (sessions.reset, 2026.7.1 and 2026.9.6 alike) keeps a
+ * subagent's native CLI conversation and clears every other key's; an expiry (daily, idle, its
+ * agent rollover) and the reply pipeline of channel messages clear it on every key.
+ */
+function keepsCliSessions(next: NewInstance): boolean {
+  return next.reason === 'command' && isSubagentKey(next.sessionKey);
+}
+
+const SHA256_HEX = /^[a-f0-9]{64}$/;
+const trimmedOrUndefined = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined);
+
+/**
+ * The CLI bindings a kept conversation goes on with: a reseed receipt of a turn whose user row was
+ * `omitted` from the old transcript now belongs to the new instance (`localSessionId` = its id),
+ * as OpenClaw's reset re-owns it (rebindCliSessionReseedReceiptsForReset); a `persisted` one stays
+ * the old instance's, whose transcript holds that row. A receipt OpenClaw would not read (not
+ * version 1, no sha-256 prompt hash, no owner, another disposition) is left as it is.
+ */
+function rebindReseedReceipts(bindings: unknown, sessionId: string): unknown {
+  if (bindings === null || typeof bindings !== 'object' || Array.isArray(bindings)) return bindings;
+  let rebound: Record<string, unknown> | undefined;
+  for (const [provider, binding] of Object.entries(bindings as Record<string, unknown>)) {
+    if (binding === null || typeof binding !== 'object') continue;
+    const receipt = (binding as { reseedReceipt?: Record<string, unknown> | null }).reseedReceipt;
+    if (receipt === null || typeof receipt !== 'object') continue;
+    const promptHash = trimmedOrUndefined(receipt.promptHash);
+    const valid = receipt.version === 1 && promptHash !== undefined && SHA256_HEX.test(promptHash) && trimmedOrUndefined(receipt.localSessionId) !== undefined;
+    if (!valid || receipt.userTurnDisposition !== 'omitted') continue;
+    rebound ??= { ...(bindings as Record<string, unknown>) };
+    rebound[provider] = { ...binding, reseedReceipt: { version: 1, promptHash, localSessionId: sessionId, userTurnDisposition: 'omitted' } };
+  }
+  return rebound ?? bindings;
+}
+
+/**
+ * Turns `entry` (in place) into the start of the new instance `next` at its address, as OpenClaw's
+ * reset does: the fields above and the user's model choice stay; `systemSent` and `abortedLastRun`
  * become false, `compactionCount` 0 and the token counts 0 (NEW_INSTANCE_USAGE) — each where the
  * entry has them, so an entry without them gains nothing; everything else goes — the old
- * instance's context window, model and provider, the CLI backend's session (`cliSessionBindings`,
- * `cliSessionIds`, `claudeCliSessionId`: OpenClaw would resume the old conversation), run status
- * and times. The caller gives it its new id, file and clocks.
+ * instance's context window, model and provider, run status and times, and the CLI backend's
+ * session (`cliSessionBindings`, `cliSessionIds`, `claudeCliSessionId`: OpenClaw would resume the
+ * old conversation), except where keepsCliSessions says the new instance goes on with it. The
+ * caller gives it its new id, file and clocks.
  */
-export function carryOverToNewInstance(entry: Record<string, unknown>): void {
+export function carryOverToNewInstance(entry: Record<string, unknown>, next: NewInstance): void {
+  const cli = keepsCliSessions(next) ? CLI_SESSION_FIELDS.filter((field) => entry[field] !== undefined).map((field) => [field, entry[field]] as const) : [];
   const selection = preservedSelection(entry);
   const flags = RESET_TO_FALSE.filter((field) => entry[field] !== undefined);
   const compacted = entry.compactionCount !== undefined;
@@ -137,4 +197,5 @@ export function carryOverToNewInstance(entry: Record<string, unknown>): void {
   for (const field of flags) entry[field] = false;
   if (compacted) entry.compactionCount = 0;
   if (counted) Object.assign(entry, NEW_INSTANCE_USAGE);
+  for (const [field, value] of cli) entry[field] = field === 'cliSessionBindings' ? rebindReseedReceipts(value, next.sessionId) : value;
 }

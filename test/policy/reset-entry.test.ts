@@ -49,7 +49,7 @@ const SWITCHBOARD_KEPT = {
 };
 
 let n = 0;
-const rotate = (entry: PlannedEntry) => rotateEntry(entry, { now: NOW, newSessionId: () => `new-${++n}`, transcriptName: (id) => `${id}.jsonl` }, undefined);
+const rotate = (entry: PlannedEntry) => rotateEntry(entry, { sessionKey: KEY, now: NOW, newSessionId: () => `new-${++n}`, transcriptName: (id) => `${id}.jsonl` }, { reason: 'command', threadId: undefined });
 const ctx = { sessionKey: KEY, session: undefined, now: NOW, newSessionId: () => `new-${++n}`, transcriptName: (id: string) => `${id}.jsonl` };
 const dm = (text: string): PlanMessage => ({ kind: 'user', text, channel: 'telegram', accountId: 'default', peer: { kind: 'direct', id: '111' }, sender: { id: '111', name: 'Alice' } });
 
@@ -119,6 +119,30 @@ describe('a reset of an entry OpenClaw wrote', () => {
     assert.deepEqual(next, { sessionId: 'new-' + n, sessionFile: `new-${n}.jsonl`, updatedAt: NOW, sessionStartedAt: NOW, lastInteractionAt: NOW, channel: 'telegram' });
     const counted = rotate({ sessionId: OLD, updatedAt: 1, channel: 'telegram', model: 'gpt-5', inputTokens: 1 });
     assert.deepEqual(counted, { sessionId: 'new-' + n, sessionFile: `new-${n}.jsonl`, updatedAt: NOW, sessionStartedAt: NOW, lastInteractionAt: NOW, channel: 'telegram', inputTokens: 0, outputTokens: 0, totalTokens: 0, totalTokensFresh: true, totalTokensVersion: 1 });
+  });
+
+  test('a subagent session reset on request keeps its CLI conversation and re-owns only the omitted receipts OpenClaw reads', () => {
+    const hash = 'b'.repeat(64);
+    const receipt = (disposition: string, extra: Record<string, unknown> = {}) => ({ version: 1, promptHash: ` ${hash} `, localSessionId: OLD, userTurnDisposition: disposition, ...extra });
+    const bindings = {
+      a: { sessionId: 'conv-a', reseedReceipt: receipt('omitted', { note: 'dropped, as OpenClaw rebuilds the receipt' }) },
+      b: { sessionId: 'conv-b', reseedReceipt: receipt('persisted') },
+      c: { sessionId: 'conv-c', reseedReceipt: receipt('omitted', { version: 2 }) },
+      d: { sessionId: 'conv-d', reseedReceipt: receipt('omitted', { promptHash: 'not-a-hash' }) },
+      e: { sessionId: 'conv-e' },
+    };
+    const entry = (): PlannedEntry => ({ sessionId: OLD, updatedAt: 1, cliSessionBindings: structuredClone(bindings), cliSessionIds: { a: 'conv-a' }, claudeCliSessionId: 'conv-a' });
+    const SUB = 'agent:main:subagent:s1';
+    const kept = rotateEntry(entry(), { sessionKey: SUB, now: NOW, newSessionId: () => 'next', transcriptName: (id) => `${id}.jsonl` }, { reason: 'command', threadId: undefined });
+    assert.deepEqual(kept.cliSessionBindings, {
+      ...bindings,
+      a: { sessionId: 'conv-a', reseedReceipt: { version: 1, promptHash: hash, localSessionId: 'next', userTurnDisposition: 'omitted' } },
+    });
+    assert.deepEqual([kept.cliSessionIds, kept.claudeCliSessionId], [{ a: 'conv-a' }, 'conv-a']);
+    // An expiry, or any other key, ends the conversation.
+    const expired = rotateEntry(entry(), { sessionKey: SUB, now: NOW, newSessionId: () => 'next', transcriptName: (id) => `${id}.jsonl` }, { reason: 'idle', threadId: undefined });
+    const other = rotateEntry(entry(), { sessionKey: 'agent:main:main', now: NOW, newSessionId: () => 'next', transcriptName: (id) => `${id}.jsonl` }, { reason: 'command', threadId: undefined });
+    for (const next of [expired, other]) for (const field of ['cliSessionBindings', 'cliSessionIds', 'claudeCliSessionId']) assert.equal(next[field], undefined, field);
   });
 
   test('every entry field of sessions.schema.json is either kept by a reset or one of the instance\'s own', () => {

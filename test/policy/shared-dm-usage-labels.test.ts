@@ -68,7 +68,7 @@ describe('usage reports', () => {
     assert.equal(applyUsageReport(entry, { totalTokens: 1200 }), true);
     assert.deepEqual(entry, { sessionId: 's', updatedAt: 1, model: 'gpt-5', modelProvider: 'openai', inputTokens: 10, outputTokens: 2, totalTokens: 1200, totalTokensFresh: true, contextTokens: 200000 });
     assert.equal(applyUsageReport(entry, { totalTokens: 1200 }), false, 'nothing changed');
-    carryOverToNewInstance(entry);
+    carryOverToNewInstance(entry, { sessionKey: 'agent:main:main', reason: 'command', sessionId: 'next' });
     assert.deepEqual(entry, { sessionId: 's', updatedAt: 1, inputTokens: 0, outputTokens: 0, totalTokens: 0, totalTokensFresh: true, totalTokensVersion: 1 }, 'a new instance starts with nothing used yet, without the old one\'s model and window');
   });
   test('a rotation by the planner starts the new instance\'s counts again at 0', () => {
