@@ -8,11 +8,11 @@ import path from 'node:path';
 import { SwitchboardError, errnoOf } from '../core/index.js';
 import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
 import {
-  SESSION_ID_PATTERN,
   THREAD_INFIX,
   TRANSCRIPT_SUFFIX,
   entryTranscriptName,
   findInstanceTranscript,
+  isSessionId,
   parseArchiveName,
   readSessionStore,
   readTranscriptHead,
@@ -69,7 +69,7 @@ function sessionIdOfTranscriptName(name: string): string | null {
   const stem = name.slice(0, -TRANSCRIPT_SUFFIX.length);
   const at = stem.indexOf(THREAD_INFIX);
   const id = at > 0 ? stem.slice(0, at) : stem;
-  return SESSION_ID_PATTERN.test(id) ? id : null;
+  return isSessionId(id) ? id : null;
 }
 
 async function candidateOf(dir: string, name: string): Promise<Candidate | null> {
@@ -228,7 +228,7 @@ export interface FoundInstance {
 
 /** Any instance by sessionId — current or archived — in the selected stores (all agents by default). */
 export async function findInstance(ctx: EngineContext, sessionId: string, selection: StoreSelection = {}): Promise<FoundInstance | null> {
-  if (!SESSION_ID_PATTERN.test(sessionId)) return null;
+  if (!isSessionId(sessionId)) return null;
   const stores = selection.storePath || selection.agent ? selectStores(ctx, selection) : selectStores(ctx, { allAgents: true });
   for (const location of stores) {
     const file = await findInstanceTranscript(location.sessionsDir, sessionId);

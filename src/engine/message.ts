@@ -3,7 +3,7 @@
 
 import { MAX_CLOCK_MS, MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds, mayNestDeeperThan, parseIsoTime } from '../core/index.js';
 import { describeType, normalizeRouteInput, type RouteInput } from '../routing/index.js';
-import { SESSION_ID_PATTERN } from '../store/paths.js';
+import { isSessionId } from '../store/paths.js';
 
 export type MessageKind = 'user' | 'heartbeat' | 'system' | 'cron';
 
@@ -151,8 +151,8 @@ export function parseInboundMessage(raw: unknown): InboundMessage {
   }
 
   const sessionId = optionalString(obj, 'sessionId')?.trim() || undefined;
-  if (sessionId !== undefined && !SESSION_ID_PATTERN.test(sessionId)) {
-    fail('sessionId', 'must be a session id (letters, digits, ".", "_" or "-", starting with a letter or digit, at most 128)');
+  if (sessionId !== undefined && !isSessionId(sessionId)) {
+    fail('sessionId', 'must be a session id (letters and digits of any script, combining marks, ".", "_" or "-", starting with a letter or digit, at most 128, in Unicode NFC)');
   }
 
   return {

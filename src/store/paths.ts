@@ -18,15 +18,32 @@ export const TRANSCRIPT_SUFFIX = '.jsonl';
 export const THREAD_INFIX = '-topic-';
 
 /**
- * `sessionId` grammar: store.md's, in either case — OpenClaw's (SAFE_SESSION_ID_RE, 2026.7.1) — so
- * `openclaw agent --session-id Work-Run1`'s session is one: an ASCII letter or digit, then letters,
- * digits, `.`, `_`, `-`, at most 128 characters. Every such id is one plain file-name segment (no
- * separator, no leading dot, never `..`). switchboard itself creates lower-case UUID v4 ids.
+ * `sessionId` grammar, OpenClaw 2026.9.6's (validateSessionId's SAFE_SESSION_ID_RE; 2026.7.1's
+ * ASCII one is part of it): a letter or digit of any script, then letters, digits, combining
+ * marks, `.`, `_`, `-`, at most 128 code points. No separator, no leading dot, never `..`, no
+ * space, control or format character: one plain file-name segment. isSessionId adds what a
+ * pattern cannot say. switchboard itself creates lower-case UUID v4 ids.
  */
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const SESSION_ID_PATTERN = /^[\p{L}\p{N}][\p{L}\p{N}\p{M}._-]{0,127}$/u;
 
 /** Most file systems refuse names longer than 255 bytes; we refuse them first, as bad input. */
 const MAX_FILE_NAME_BYTES = 255;
+
+/**
+ * Whether `value` is a session id: the one rule every reader of a stored or given id applies,
+ * exactly OpenClaw 2026.9.6's for an id it accepts and writes — SESSION_ID_PATTERN; in Unicode
+ * normal form C (one spelling per name: `é` as one code point, not `e` + accent, which OpenClaw
+ * refuses and some file systems would turn into the other); `<id>.jsonl` at most 255 bytes (the
+ * transcript must be a valid file name: 128 code points of another script can be 512 bytes); and
+ * `<id>.jsonl` not the name of a compaction checkpoint's copy (`<x>.checkpoint.<uuid>.jsonl`),
+ * which would make the transcript an artifact of another session. OpenClaw trims an id given to
+ * it first; a stored id is taken as it is, so one with spaces around it is not an id here.
+ */
+export function isSessionId(value: unknown): value is string {
+  if (typeof value !== 'string' || !SESSION_ID_PATTERN.test(value)) return false;
+  const transcript = `${value}${TRANSCRIPT_SUFFIX}`;
+  return value === value.normalize('NFC') && Buffer.byteLength(transcript, 'utf8') <= MAX_FILE_NAME_BYTES && !CHECKPOINT_NAME.test(transcript);
+}
 
 export type ArchiveReason = 'reset' | 'deleted';
 const ARCHIVE_REASONS: readonly ArchiveReason[] = ['reset', 'deleted'];
@@ -180,11 +197,11 @@ export function resolveStoreLocation(stateDir: string, agentId: unknown, options
   return { agentId: normalisedAgentId, sessionsDir, storePath: resolveInside(sessionsDir, fileName) };
 }
 
-/** Returns the id if it matches the sessionId grammar, else throws BAD_INPUT. */
+/** Returns the id if it is a session id (isSessionId), else throws BAD_INPUT. */
 export function validateSessionId(sessionId: unknown): string {
-  if (typeof sessionId !== 'string' || !SESSION_ID_PATTERN.test(sessionId)) {
+  if (!isSessionId(sessionId)) {
     const shown = typeof sessionId === 'string' ? preview(sessionId) : typeof sessionId;
-    throw badInput(`invalid sessionId "${shown}" (expected ${SESSION_ID_PATTERN.source})`, { sessionId: shown });
+    throw badInput(`invalid sessionId "${shown}" (expected ${SESSION_ID_PATTERN.source}, in NFC, at most ${MAX_FILE_NAME_BYTES - TRANSCRIPT_SUFFIX.length} bytes, not a checkpoint name)`, { sessionId: shown });
   }
   return sessionId;
 }

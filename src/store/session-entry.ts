@@ -5,7 +5,7 @@
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../core/index.js';
-import { SESSION_ID_PATTERN, THREAD_INFIX, TRANSCRIPT_SUFFIX } from './paths.js';
+import { THREAD_INFIX, TRANSCRIPT_SUFFIX, isSessionId } from './paths.js';
 
 export type SessionChatType = 'direct' | 'group' | 'channel';
 
@@ -387,7 +387,7 @@ export function sessionEntryProblem(entry: unknown, sessionsDir: string): Sessio
   if (!isObject(entry)) return { field: '', reason: `the entry is ${describeValue(entry)}, not an object` };
   const row = entry as Record<string, unknown>;
   const sessionId = row.sessionId;
-  if (typeof sessionId !== 'string' || !SESSION_ID_PATTERN.test(sessionId)) {
+  if (!isSessionId(sessionId)) {
     return { field: 'sessionId', reason: `sessionId ${describeValue(sessionId)} is not a valid session id` };
   }
   if (row.sessionFile !== undefined) {
@@ -428,7 +428,7 @@ export function sessionEntryProblem(entry: unknown, sessionsDir: string): Sessio
   if (row.pendingReset !== undefined) {
     // A deferred rotation installs these as the entry's sessionId/sessionFile later.
     const pending = row.pendingReset as Record<string, unknown>;
-    if (typeof pending.newSessionId !== 'string' || !SESSION_ID_PATTERN.test(pending.newSessionId)) {
+    if (!isSessionId(pending.newSessionId)) {
       return { field: 'pendingReset.newSessionId', reason: `pendingReset.newSessionId ${describeValue(pending.newSessionId)} is not a valid session id` };
     }
     const problem = transcriptNameProblem(pending.newSessionFile, pending.newSessionId);
@@ -470,10 +470,18 @@ export function entryTranscriptName(entry: SessionEntry): string {
   return PATH_SYNTAX.test(file) ? path.basename(file) : file;
 }
 
-/** The sessionFile grammar of sessions.schema.json: a transcript of some session. */
-const TRANSCRIPT_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(-topic-[A-Za-z0-9_.!~*'()%-]+)?\.jsonl$/;
-
-/** Whether `name` may be a transcript at all (of any session). */
+/**
+ * Whether `name` may be a transcript at all (of any session): `<sessionId>.jsonl` or
+ * `<sessionId>-topic-<thread>.jsonl` (sessions.schema.json's sessionFile grammar). An id may hold
+ * `-topic-` itself, so every split is tried.
+ */
 export function isTranscriptFileName(name: unknown): name is string {
-  return typeof name === 'string' && Buffer.byteLength(name, 'utf8') <= MAX_FILE_NAME_BYTES && TRANSCRIPT_FILE_NAME.test(name);
+  if (typeof name !== 'string' || !name.endsWith(TRANSCRIPT_SUFFIX) || Buffer.byteLength(name, 'utf8') > MAX_FILE_NAME_BYTES) return false;
+  const stem = name.slice(0, -TRANSCRIPT_SUFFIX.length);
+  // The whole stem, then the part before each `-topic-`, from the last one back.
+  for (let at = stem.length; at > 0; at = stem.lastIndexOf(THREAD_INFIX, at - 1)) {
+    const thread = at === stem.length ? undefined : stem.slice(at + THREAD_INFIX.length);
+    if ((thread === undefined || THREAD_PART.test(thread)) && isSessionId(stem.slice(0, at))) return true;
+  }
+  return false;
 }
