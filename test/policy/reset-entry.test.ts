@@ -1,8 +1,9 @@
 // The one rotation rule (rotateEntry, and the planner's rotations through it) against an entry
 // shaped exactly as OpenClaw 2026.7.1 writes it after a turn on the claude-cli backend: a new
-// instance must not inherit OpenClaw's per-conversation state (the CLI backend's conversation,
-// systemSent, abortedLastRun, run status, usage), as OpenClaw's own reset does not; the address's
-// settings, labels and switchboard's own fields survive, and so do the fields OpenClaw keeps.
+// instance must not inherit OpenClaw's per-conversation state (the CLI backend's conversation —
+// but for a subagent session reset on request —, systemSent, abortedLastRun, run status, the old
+// counts, which start again at 0), as OpenClaw's own reset does not; the address's settings,
+// labels and switchboard's own fields survive, and so do the fields OpenClaw keeps.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
