@@ -40,10 +40,19 @@ const MAX_FILE_NAME_BYTES = 255;
  * it first; a stored id is taken as it is, so one with spaces around it is not an id here.
  */
 export function isSessionId(value: unknown): value is string {
-  if (typeof value !== 'string' || !SESSION_ID_PATTERN.test(value)) return false;
+  if (typeof value !== 'string') return false;
+  // Nearly every id is ASCII (the ids switchboard mints, most of OpenClaw's), and an ASCII one
+  // that fits the pattern is in NFC with a short file name: only the checkpoint test is left.
+  // (Every listing and write checks every entry's id; the full test is several times slower.)
+  const ascii = ASCII_SESSION_ID.test(value);
+  if (!ascii && !SESSION_ID_PATTERN.test(value)) return false;
   const transcript = `${value}${TRANSCRIPT_SUFFIX}`;
-  return value === value.normalize('NFC') && Buffer.byteLength(transcript, 'utf8') <= MAX_FILE_NAME_BYTES && !CHECKPOINT_NAME.test(transcript);
+  if (value.includes('.checkpoint.') && CHECKPOINT_NAME.test(transcript)) return false;
+  return ascii || (value === value.normalize('NFC') && Buffer.byteLength(transcript, 'utf8') <= MAX_FILE_NAME_BYTES);
 }
+
+/** SESSION_ID_PATTERN for ASCII ids alone. */
+const ASCII_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export type ArchiveReason = 'reset' | 'deleted';
 const ARCHIVE_REASONS: readonly ArchiveReason[] = ['reset', 'deleted'];
