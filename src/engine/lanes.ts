@@ -65,6 +65,8 @@ export interface AcquireSlotOptions {
   /** The run's timeout; the slot's max hold derives from it like the session lock's. */
   runTimeoutMs: number;
   staleMs?: number;
+  /** session.writeLock.maxHoldMs: a slot is held as long as the run's session lock may be. */
+  maxHoldMs?: number;
   /** Checked between attempts: true gives up (the run was aborted while waiting). */
   shouldStop: () => boolean;
 }
@@ -80,6 +82,7 @@ export async function acquireLaneSlot(ctx: EngineContext, lane: LaneName, option
   const lockOptions: LockOptions = {
     acquireTimeoutMs: 0,
     staleMs: options.staleMs,
+    maxHoldMs: options.maxHoldMs,
     runTimeoutMs: options.runTimeoutMs,
     busyCode: 'SESSION_BUSY',
     owner: options.owner,

@@ -1,10 +1,8 @@
 // The queue's part of a session entry (queue, activeRun, queueOwner, pendingReset, outbox,
 // abortRequested), who among their holders is still alive, and the records queued messages become.
 
-import { promises as fsp } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { systemClock } from '../core/index.js';
 import {
   carriedOf,
   orphanItems,
@@ -17,7 +15,7 @@ import {
   type QueueOwnerRecord,
 } from '../policy/index.js';
 import type { RunMessage } from '../runner/index.js';
-import { addRecordRoute, lockPathFor, readLockOwner, type NewTranscriptEntry, type SessionEntry, type StoreLocation } from '../store/index.js';
+import { addRecordRoute, inspectLock, lockPathFor, mayTakeOver, type NewTranscriptEntry, type SessionEntry, type StoreLocation } from '../store/index.js';
 import { transcriptPathIn, type EngineContext } from './context.js';
 
 /** A session entry with the queue's fields typed. */
@@ -157,7 +155,10 @@ function processAlive(ref: ProcessRef): boolean {
 /**
  * Fills in the liveness of every holder of the given entries: a process is alive when its pid
  * exists on this host (another host's are assumed alive); a run is alive when its process is
- * and its session write lock, if it holds it, is not stale.
+ * and its session write lock, if it holds it, may not be taken over — the lock's own rule
+ * (store/lock-owner.ts, mayTakeOver). A frozen run's process is alive, so its run is too until
+ * the lock's max hold, however stale the lock looks: judged dead at staleness, it was reported
+ * `orphaned` here and again by itself once resumed.
  */
 export async function learnLiveness(
   ctx: EngineContext,
@@ -173,22 +174,19 @@ export async function learnLiveness(
     const run = entry.activeRun;
     if (run && !isThisProcess(run) && !liveness.has(runKey(run))) {
       let alive = processAlive(run);
-      if (alive && typeof entry.sessionFile === 'string') alive = !(await runLockIsStale(transcriptPathIn(location, entry.sessionFile), run, staleMs));
+      if (alive && typeof entry.sessionFile === 'string') alive = !(await runLockAbandoned(transcriptPathIn(location, entry.sessionFile), run, staleMs));
       liveness.set(runKey(run), alive);
     }
   }
 }
 
-async function runLockIsStale(transcript: string, run: ActiveRunRecord, staleMs: number | undefined): Promise<boolean> {
-  const lockPath = lockPathFor(transcript);
-  const owner = await readLockOwner(lockPath);
-  if (owner === null || owner.runId !== run.runId) return false;
+/** Whether the run's session lock is held by the run and may be taken over (its holder is gone, past its max hold, or stale and of unknown liveness). */
+async function runLockAbandoned(transcript: string, run: ActiveRunRecord, staleMs: number | undefined): Promise<boolean> {
   try {
-    const { mtimeMs } = await fsp.stat(lockPath);
-    const threshold = Math.max(staleMs ?? 0, owner.staleMs ?? 0) || 10_000;
-    return mtimeMs < systemClock.now() - threshold;
+    const seen = await inspectLock(lockPathFor(transcript), staleMs);
+    return seen !== null && seen.owner?.runId === run.runId && mayTakeOver(seen, 'stale');
   } catch {
-    return false;
+    return false; // cannot tell: alive, as without a lock
   }
 }
 
@@ -460,7 +458,8 @@ export function carriedBy(run: Pick<ActiveRunRecord, 'runId' | 'messages'>): Car
 
 /** The run_failed event of a run whose holder died, and the record that goes to its transcript. */
 export function orphanFailure(orphan: OrphanedRun, sessionKey: string): { event: RunFailedEvent; record: NewTranscriptEntry } {
-  const message = `run ${orphan.run.runId} was abandoned: its process (pid ${orphan.run.pid} on ${orphan.run.hostname}) is gone`;
+  // Gone, or alive but past its session lock's max hold (stopped, stalled): taken over either way.
+  const message = `run ${orphan.run.runId} was abandoned: its process (pid ${orphan.run.pid} on ${orphan.run.hostname}) is gone or held the session past its max hold`;
   // What it leased is named too: it may have been injected. If it was not, it runs as a followup.
   const named = carriedBy(orphan.run);
   const messages = [...named, ...orphan.leased.filter((item) => !named.some((other) => other.runId === item.runId))];

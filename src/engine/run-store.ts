@@ -50,8 +50,8 @@ export type ClaimCommit = 'committed' | 'failed' | 'lost';
  * items are appended again by a later holder: a repeated note, never a lost one). If the process
  * dies first, the next owner finds the items claimed, finds their record, and runs them without
  * recording them again. `lost` when the run (`runId`) no longer holds the session's claim: its
- * process was frozen past staleMs and another one judged it dead; nothing changes, and no runner
- * may start — the claim is the takeover's now (see giveBackClaim).
+ * process was frozen past its lock's max hold and another one judged it dead; nothing changes,
+ * and no runner may start — the claim is the takeover's now (see giveBackClaim).
  */
 export async function commitClaim(ctx: EngineContext, ref: SessionRef, runId: string | undefined, outboxIds: readonly string[] = []): Promise<ClaimCommit> {
   try {
@@ -81,7 +81,7 @@ function holdsClaim(entry: QueuedEntry, runId: string): boolean {
 /**
  * What the entry, read by a run once it has the session lock, says of its claim: `held`; `lost`
  * when the instance is the same and the claim was cleared as a dead run's (its process frozen
- * past staleMs with the lock) or taken over with its items — the turn goes back for the
+ * past the lock's max hold) or taken over with its items — the turn goes back for the
  * takeover (giveBackClaim); `superseded` when the session was reset, removed or is another
  * run's (releaseUnstarted reports it).
  */
@@ -92,12 +92,12 @@ export function claimOf(entry: QueuedEntry | undefined, sessionId: string, runId
 }
 
 /**
- * A run whose claim was cleared before its runner started (its process frozen past staleMs, the
- * run judged dead by another process) gives its turn back instead of reporting it failed: no
- * runner saw it. Its claimed items stay claimed, marked as left by it (`orphanedFrom`: their
- * record may be on disk, so the takeover looks before recording them), and the queue is this
- * process's again unless a live other one owns it; the next drain takes the claim over and runs
- * the turn, once. Nothing changes when another run holds the session now: the turn is its own.
+ * A run whose claim was cleared before its runner started (its process frozen past the session
+ * lock's max hold, the run judged dead by another process) gives its turn back instead of
+ * reporting it failed: no runner saw it. Its claimed items stay claimed, marked as left by it
+ * (`orphanedFrom`: their record may be on disk, so the takeover looks before recording them), and
+ * the queue is this process's again unless a live other one owns it; the next drain takes the
+ * claim over and runs the turn, once. Nothing changes when another run holds the session now: the turn is its own.
  * A failed write changes nothing either: the claim is left as the other process left it.
  */
 export async function giveBackClaim(ctx: EngineContext, ref: SessionRef, runId: string): Promise<void> {

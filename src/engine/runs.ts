@@ -192,7 +192,7 @@ export class LocalRun {
       // Claimed in the store, then the lock waited for: whoever held it may have reset or deleted
       // the session meanwhile. Its file is then an archive's old name, and writing would make it
       // again as an orphan holding this turn: the turn is given back instead. Or, frozen past
-      // staleMs with the lock, the run was judged dead and its claim cleared: given back too,
+      // the lock's max hold, the run was judged dead and its claim cleared: given back too,
       // unreported, for the takeover (givesBack).
       const claim = unreadable === true ? 'held' : claimOf(entry, turn.sessionId, turn.runId);
       if (claim !== 'held') {
@@ -248,9 +248,9 @@ export class LocalRun {
 
   /**
    * Whether a run stopped before its runner started gives its turn back instead of failing it:
-   * when it was stopped because its claim was cleared — its process frozen past staleMs, and
-   * judged dead by another one, which left the claimed items for the queue's owner (this
-   * process, alive). No runner saw the turn, so it is not reported; the takeover runs it.
+   * when it was stopped because its claim was cleared — its process frozen past the lock's max
+   * hold, and judged dead by another one, which left the claimed items for the queue's owner
+   * (this process, alive). No runner saw the turn, so it is not reported; the takeover runs it.
    */
   private givesBack(): boolean {
     return this.abortReason === TAKEN_OVER && this.turn.items.length > 0;
@@ -282,8 +282,8 @@ export class LocalRun {
     const incognito = isInMemory(turn.transcript);
     // The session lock's max hold is the run's timeout plus a grace: the wait for a slot, behind
     // other runs bounded by timeouts of their own, must not eat into it. Its clock starts again
-    // while the run waits and once more when the slot is had; a frozen waiter still loses the
-    // lock by its staleness, as any frozen holder does.
+    // while the run waits and once more when the slot is had; a frozen waiter, which cannot
+    // restart it, loses the lock at its max hold, as any frozen holder does.
     const waitStarted = Date.now();
     const holdRestart = this.lock === undefined ? undefined : setInterval(() => this.restartLockHold(), Math.max(250, Math.floor(this.lock.owner.maxHoldMs / 3)));
     let slot: LaneSlot | null;
@@ -293,6 +293,7 @@ export class LocalRun {
         owner: incognito ? {} : { sessionKey: turn.ref.sessionKey, runId: turn.runId },
         runTimeoutMs: turn.spec.timeoutMs,
         staleMs: this.ctx.config.session?.writeLock?.staleMs,
+        maxHoldMs: this.ctx.config.session?.writeLock?.maxHoldMs,
         shouldStop: () => this.abortReason !== undefined || this.writer!.failed,
       });
     } finally {

@@ -39,10 +39,15 @@
 //
 // Takeover policies (LockOptions.takeover, recorded in owner.json; a waiter applies the stricter of
 // its own and the holder's, like it applies the larger staleMs):
-//  * 'stale' (session write locks, the default): taken over when the holder is known dead (at
-//    once), stale (mtime older than staleMs, the larger of the waiter's and the holder's: the
-//    holder crashed or froze) or over-held (acquiredAt + maxHoldMs passed). A frozen holder can resume after the takeover, so writers
-//    fence: verifyHeld() right before and right after a write.
+//  * 'stale' (session write locks and lane slots, the default): taken over when the holder is
+//    known dead (at once) or over-held (acquiredAt + maxHoldMs passed), and when stale (mtime older
+//    than staleMs, the larger of the waiter's and the holder's: the holder crashed) unless the
+//    holder is known ALIVE on this host (same pid and /proc start time). A stopped (SIGSTOP) or
+//    stalled process is alive and resumes where it stopped: taken over at staleness, its run was
+//    ended behind its back while it may have been nearly done, and both it and the taker reported
+//    it. So a live holder is waited for (busy errors name it) until its max hold, which bounds the
+//    wait. A holder taken over past its max hold can resume after the takeover, so writers fence:
+//    verifyHeld() right before and right after a write.
 //  * 'dead' (the sessions.json registry lock): never taken from a LIVE holder on this host. A
 //    stopped (SIGSTOP) or busy process is alive and may resume in the middle of its replace, after
 //    its last check — a takeover would let it rename a stale copy over the new holder's acked
@@ -346,10 +351,11 @@ function isHolderAlive(owner: LockOwnerRecord): boolean | null {
 }
 
 /**
- * May a waiter with `policy` take over the lock it found? 'stale': stale or over-held. 'dead'
- * (when either side asks for it): only a holder known to be dead; a holder on another host,
- * whose liveness cannot be checked, when stale; a lock without a record (holder between mkdir
- * and record) by its mtime.
+ * May a waiter with `policy` take over the lock it found? 'stale': a dead holder, an over-held
+ * one, or a stale one not known to be alive (a live holder on this host is waited for until its
+ * max hold). 'dead' (when either side asks for it): only a holder known to be dead; a holder on
+ * another host, whose liveness cannot be checked, when stale. A lock without a record (holder
+ * between mkdir and record) goes by its mtime under both.
  */
 export function mayTakeOver(seen: LockInfo, policy: TakeoverPolicy): boolean {
   // Another program's lock file, by OpenClaw's own rule whatever the policy: a dead or reused
@@ -357,8 +363,9 @@ export function mayTakeOver(seen: LockInfo, policy: TakeoverPolicy): boolean {
   if (seen.kind !== 'switchboard') return seen.holderAlive === false || seen.stale;
   const strict = policy === 'dead' || seen.owner?.takeover === 'dead';
   // A holder known to be dead (no such pid, a zombie, a reused pid) writes nothing more: its
-  // lock is taken over at once, so a crash does not stall the session for staleMs.
-  if (!strict) return seen.stale || seen.overHeld || seen.holderAlive === false;
+  // lock is taken over at once, so a crash does not stall the session for staleMs. A stale one
+  // known alive is frozen or stalled, not gone: its max hold ends the wait (see above).
+  if (!strict) return seen.overHeld || seen.holderAlive === false || (seen.stale && seen.holderAlive !== true);
   if (seen.owner === null) return seen.stale;
   if (seen.holderAlive === false) return true;
   if (seen.holderAlive === true) return false;

@@ -1,59 +1,53 @@
-// A process frozen (SIGSTOP) past staleMs while its run waits for a lane slot, with real processes
-// and real signals. Its run has claimed the turn (activeRun, items claimed in the queue) and holds
-// the session lock, which goes stale; another process judges the run dead and clears it, but
-// leaves the queue to its owner, which is alive. Once the frozen one resumes (SIGCONT), the turn
-// must run once, in it, and be reported once: no run_failed for messages no runner ever saw.
+// A process frozen (SIGSTOP) past its session lock's max hold while its run waits for a lane slot,
+// with real processes and real signals. Its run has claimed the turn (activeRun, items claimed in
+// the queue) and holds the session lock, which is stale and then over-held; another process judges
+// the run dead and clears it, but leaves the queue to its owner, which is alive. Once the frozen
+// one resumes (SIGCONT), the turn must run once, in it, and be reported once: no run_failed for
+// messages no runner ever saw. (Frozen for less than the max hold, it is alive and waited for,
+// however stale its lock looks: nobody clears anything, and it simply goes on.)
 //
-// The lane slot is held by a run of a third process (not frozen, so not judged dead), so which
-// state the frozen run resumes in is set by the test: the slot still taken (it sees the takeover
-// while it waits) or free again (it may get the slot before it sees the takeover). The turn is
-// one that ingest started (the batch recorded its message) or one drained from the queue (the
-// run records it itself, under the session lock, before it waits for the slot).
+// The lane slot is held by this test process (alive and never frozen, with a long max hold of its
+// own: a run of a third process would lose it to the short max hold the frozen run is given), so
+// which state the frozen run resumes in is set by the test: the slot still taken (it sees the
+// takeover while it waits) or free again (it may get the slot before it sees the takeover). The
+// turn is one that ingest started (the batch recorded its message) or one drained from the queue
+// (the run records it itself, under the session lock, before it waits for the slot).
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { lockPathFor, readLockOwner } from '../../src/store/index.js';
-import { LiveIngest, allTranscripts, assertStoreValid, dm, ingestAll, killLiveIngests, queueEnv, queueRunner, readStore, releaseHolds, sessionsDir, shape, transcriptOf } from '../fixtures/queue-lib.js';
+import { laneDir } from '../../src/engine/lanes.js';
+import { lockPathFor, readLockOwner, withLock } from '../../src/store/index.js';
+import { freeze, thaw, thawAll } from '../fixtures/freeze.js';
+import { LiveIngest, allTranscripts, assertStoreValid, dm, ingestAll, killLiveIngests, queueEnv, queueRunner, readStore, releaseHolds, sessionsDir, shape, transcriptOf, type QueueEnv } from '../fixtures/queue-lib.js';
 import { runCli } from '../helpers.js';
 import { waitUntil } from '../fixtures/store-child-process.js';
 
 const BOB = 'agent:main:direct:bob';
 
 after(() => {
-  for (const pid of frozen) {
-    try {
-      process.kill(pid, 'SIGCONT');
-    } catch {
-      // gone already
-    }
-  }
+  thawAll();
   killLiveIngests();
 });
 
-/** Pids this file stopped: resumed in any case, so that a failed test leaves none behind. */
-const frozen = new Set<number>();
-
-/** Process state letter from /proc (T = stopped); null where there is no /proc. */
-function procState(pid: number): string | null {
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ')[0] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-async function freeze(pid: number): Promise<void> {
-  frozen.add(pid);
-  process.kill(pid, 'SIGSTOP');
-  if (procState(pid) !== null) await waitUntil(() => procState(pid) === 'T', 10_000, 'the process to be stopped');
-}
-
-function thaw(pid: number): void {
-  process.kill(pid, 'SIGCONT');
-  frozen.delete(pid);
+/** The lane's only slot, held by this process until release() (resolves once it is let go). */
+async function holdTheSlot(env: QueueEnv): Promise<{ release: () => Promise<void> }> {
+  let letGo!: () => void;
+  const released = new Promise<void>((resolve) => (letGo = resolve));
+  let held!: () => void;
+  const holding = new Promise<void>((resolve) => (held = resolve));
+  const done = withLock(path.join(laneDir(env.state, 'main'), 'slot-0'), { acquireTimeoutMs: 0, maxHoldMs: 600_000, owner: { runId: 'the-test' } }, async () => {
+    held();
+    await released;
+  });
+  await Promise.race([holding, done]);
+  return {
+    release: async () => {
+      letGo();
+      await done;
+    },
+  };
 }
 
 const CASES = [
@@ -65,21 +59,17 @@ const CASES = [
   { how: 'drained from the queue', slot: 'still taken', reset: true },
 ] as const;
 
-describe('a process frozen past staleMs while its run waits for a lane slot', () => {
-  for (const { how, slot, reset } of CASES) {
+describe('a process frozen past its max hold while its run waits for a lane slot', () => {
+  for (const { how, slot: state, reset } of CASES) {
     const title = reset
       ? `${how}, the session reset during the freeze: its recorded message is reported failed (orphaned) once, never expired`
-      : `${how}, resumed with the slot ${slot}: the turn runs once, in it, with no run_failed`;
+      : `${how}, resumed with the slot ${state}: the turn runs once, in it, with no run_failed`;
     test(title, async () => {
       const env = queueEnv({
-        session: { dmScope: 'per-peer', writeLock: { staleMs: 2_000 } },
+        session: { dmScope: 'per-peer', writeLock: { staleMs: 2_000, maxHoldMs: 3_000 } },
         agents: { defaults: { maxConcurrent: 1, runner: queueRunner('hold') } },
       }, 'sb-frozen-waiter-');
-
-      // C's run for alice holds the only slot until the release file exists.
-      const holder = new LiveIngest(env);
-      holder.send(dm('alice', 'holds the slot', { runId: 'a1', messageId: 'ma' }));
-      await holder.waitFor((e) => e.type === 'run_started' && e.runId === 'a1', "alice's run");
+      const slot = await holdTheSlot(env);
 
       // A's run for bob claims its turn, takes bob's session lock and waits for the slot: a turn
       // ingest starts for the message it admits, or one A's drain claims from the queue (left
@@ -106,7 +96,7 @@ describe('a process frozen past staleMs while its run waits for a lane slot', ()
       }
       await freeze(waiter.child.pid!);
 
-      // Other processes look until one judges bob's run dead (its lock gone stale) and clears it.
+      // Other processes look until one judges bob's run dead (its lock past its max hold) and clears it.
       const others: any[] = [];
       for (let attempt = 0; readStore(env)[BOB].activeRun !== undefined; attempt++) {
         assert.ok(attempt < 100, 'some ingest judged the frozen run dead');
@@ -123,21 +113,16 @@ describe('a process frozen past staleMs while its run waits for a lane slot', ()
         const r = await runCli(['sessions', 'reset', BOB, '-y', '--state-dir', env.state, '--config', env.config]);
         assert.equal(r.code, 0, r.stderr);
       }
-      if (slot === 'free again') {
-        releaseHolds(env);
-        await holder.waitFor((e) => e.type === 'run_ended' && e.runId === 'a1', "alice's run to end");
-        await holder.finish();
-      }
+      if (state === 'free again') await slot.release();
       thaw(waiter.child.pid!);
       if (reset) {
-        releaseHolds(env);
-        await holder.finish();
-      } else if (slot === 'still taken') {
+        await slot.release();
+      } else if (state === 'still taken') {
         // Seen by the resumed process: its run ended (old behaviour) or the turn is claimed again.
         await waitUntil(() => waiter.events.some((e) => e.runId === 'b1' && e.type === 'run_ended') || readStore(env)[BOB].activeRun?.pid === waiter.child.pid, 30_000, 'the resumed process to act on the takeover');
-        releaseHolds(env);
-        await holder.finish();
+        await slot.release();
       }
+      releaseHolds(env); // the turn's own runner ends at once
       await waiter.finish();
 
       if (reset) {

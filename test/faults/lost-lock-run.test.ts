@@ -1,5 +1,5 @@
 // A run that loses its session write lock (its own max-hold watchdog gives it up, or a waiter
-// takes it over from a frozen holder) must write nothing more through that lock — and its failure
+// takes it over from a holder frozen past its max hold) must write nothing more through that lock — and its failure
 // must still be recorded: "failed run: recorded, reported" (queue.md). The record goes through the
 // session's outbox, written under the store lock, and is appended by the next holder.
 
@@ -41,10 +41,11 @@ test('a run aborted by its own max-hold watchdog: reported, and its run_failed r
   assertStoreValid(env);
 });
 
-test('a run frozen past staleMs whose session is reset meanwhile creates nothing under the archived name once it resumes', async () => {
-  // About 2.5 s of run: it is frozen after its first step, and a reset takes its stale lock over.
+test('a run frozen past its max hold whose session is reset meanwhile creates nothing under the archived name once it resumes', async () => {
+  // About 2 s of run: it is frozen after its first step, and a reset takes its lock over once it
+  // is past its max hold (a stopped holder is alive: a stale lock alone is waited for).
   const env = queueEnv({
-    session: { dmScope: 'per-peer', writeLock: { staleMs: 1_000, acquireTimeoutMs: 8_000 } },
+    session: { dmScope: 'per-peer', writeLock: { staleMs: 1_000, maxHoldMs: 2_500, acquireTimeoutMs: 8_000 } },
     agents: { defaults: { runner: { command: 'builtin:slow-echo', delayMs: 500, toolCalls: 4, timeoutSeconds: 30 } } },
   }, 'sb-lostlock-');
   const seeded = await ingestAll(env, [dm('alice', 'hello', { messageId: 'm-0' })]);
