@@ -141,10 +141,25 @@ export async function commitSteer(ctx: EngineContext, ref: SessionRef, runId: st
   }
 }
 
+/** What releaseSession did: what to report before run_ended, or that the run is not this process's to report. */
+export interface SessionRelease {
+  dropped: QueueItem[];
+  reason: 'stopped' | 'interrupt';
+  cancelled: DroppedEvent[];
+  /**
+   * The entry no longer names this process's run: another process judged it abandoned (its
+   * process frozen past the session lock's max hold), reported it `orphaned` and cleared it —
+   * or removed the session with that report in its archive. Nothing was changed, and the run
+   * reports nothing more: that report stands, and it cannot be taken back.
+   */
+  takenOver: boolean;
+}
+
 /**
  * The end of a run in the store: activeRun and its abort request go, the items it claimed go
  * (recorded, or named by its run_failed), parked items that were not injected become followups,
- * the queue stays owned by this process while anything waits.
+ * the queue stays owned by this process while anything waits. A run whose claim is gone
+ * (`takenOver`) changes nothing: the session is the taker's now.
  * Retried a few times: a session left marked active would stay busy until this process exits.
  */
 export async function releaseSession(
@@ -153,16 +168,16 @@ export async function releaseSession(
   runId: string,
   steered: ReadonlySet<string>,
   owed: readonly NewTranscriptEntry[] = [],
-): Promise<{ dropped: QueueItem[]; reason: 'stopped' | 'interrupt'; cancelled: DroppedEvent[] }> {
+): Promise<SessionRelease> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await updateStore(ctx, ref.location, (store) => {
+      return await updateStore(ctx, ref.location, (store): SessionRelease => {
         const entry = store[ref.sessionKey] as QueuedEntry | undefined;
-        if (!entry) return { dropped: [], reason: 'stopped', cancelled: [] };
+        if (!entry || !holdsClaim(entry, runId)) return { dropped: [], reason: 'stopped', cancelled: [], takenOver: true };
         const now = ctx.clock.now();
         const stopped = entry.stopRequested === runId;
         const reason = stopped && entry.stopReason === 'interrupt' ? 'interrupt' : 'stopped';
-        if (entry.activeRun?.runId === runId) delete entry.activeRun;
+        delete entry.activeRun;
         if (entry.abortRequested === runId) delete entry.abortRequested;
         if (stopped) {
           delete entry.stopRequested;
@@ -189,12 +204,12 @@ export async function releaseSession(
         entry.updatedAt = now;
         // What `queue cancel`/`abort` took out meanwhile is reported now, before run_ended, so a
         // client that stops listening once the run is over has heard it.
-        return { dropped, reason, cancelled: takeCancelled(entry, ref.sessionKey) };
+        return { dropped, reason, cancelled: takeCancelled(entry, ref.sessionKey), takenOver: false };
       });
     } catch (err) {
       if (attempt >= 4) {
         process.emitWarning(`switchboard: could not release session ${ref.sessionKey} after run ${runId}: ${toSwitchboardError(err).message}`);
-        return { dropped: [], reason: 'stopped', cancelled: [] };
+        return { dropped: [], reason: 'stopped', cancelled: [], takenOver: false };
       }
       await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
     }

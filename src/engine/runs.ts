@@ -412,12 +412,16 @@ export class LocalRun {
       // A run that lost its lock (max hold, a takeover) or its disk cannot append it: the outbox
       // takes it, under the store lock, for the session's next writer.
       if (this.writer !== undefined && !(await this.writer.append([record]))) owed.push(record);
-      this.emit(failure);
     }
     this.finished = true;
     await this.leasing;
     if (this.writer !== undefined) await this.writer.flushOutbox();
-    const { dropped, reason, cancelled } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds, owed);
+    // Reported only once the store says the run is still this process's: one frozen past its
+    // max hold was ended and reported by the process that took the session over, and says
+    // nothing more (its writes are fenced by the lost lock, and the store is left alone).
+    const { dropped, reason, cancelled, takenOver } = await releaseSession(this.ctx, turn.ref, turn.runId, this.steeredIds, owed);
+    if (takenOver) return;
+    if (failure !== undefined) this.emit(failure);
     for (const item of dropped) this.emit(droppedEventOf(item, reason));
     for (const event of cancelled) this.emit(event);
     this.emit({ type: 'run_ended', runId: turn.runId, sessionKey: turn.ref.sessionKey, sessionId: turn.sessionId, status: failure?.status ?? 'done' });
