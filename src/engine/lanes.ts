@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULTS } from '../config/index.js';
-import { isSwitchboardError } from '../core/index.js';
+import { isSwitchboardError, type SwitchboardError } from '../core/index.js';
 import type { LaneName } from '../policy/index.js';
 import { withLock, type LockOptions } from '../store/index.js';
 import type { EngineContext } from './context.js';
@@ -31,8 +31,8 @@ export function laneDir(stateDir: string, lane: LaneName): string {
   return path.join(stateDir, 'lanes', lane);
 }
 
-/** Tries one slot once; resolves null when it is held by someone else. */
-function tryHold(target: string, options: LockOptions, lane: LaneName, index: number): Promise<LaneSlot | null> {
+/** Tries one slot once; resolves the busy error (naming the holder) when it is held by someone else. */
+function tryHold(target: string, options: LockOptions, lane: LaneName, index: number): Promise<LaneSlot | SwitchboardError> {
   return new Promise((resolve, reject) => {
     let settled = false;
     let letGo!: () => void;
@@ -51,9 +51,9 @@ function tryHold(target: string, options: LockOptions, lane: LaneName, index: nu
       await released;
     });
     holding.catch((err: unknown) => {
-      if (settled) return; // a failed release: the lock goes stale by itself
+      if (settled) return; // a failed release: taken over once stale with this process gone, or past its max hold
       settled = true;
-      if (isSwitchboardError(err) && (err.code === 'SESSION_BUSY' || err.code === 'STORE_BUSY')) resolve(null);
+      if (isSwitchboardError(err) && (err.code === 'SESSION_BUSY' || err.code === 'STORE_BUSY')) resolve(err);
       else reject(err);
     });
   });
@@ -75,6 +75,9 @@ export interface AcquireSlotOptions {
  * Waits for a free slot of the lane: every slot is tried once in a random order (no waiting on a
  * held one), then the caller backs off with jitter and tries again. Resolves null when shouldStop
  * said so. Processes compete through the slot locks only, so the limit holds across processes.
+ * A slot whose holder is alive but no longer refreshes it (a stopped process) is waited for until
+ * its max hold, like any lock of a live holder; the wait says once, on the command's diagnostics,
+ * who it waits for — it has no timeout of its own that would name the holder.
  */
 export async function acquireLaneSlot(ctx: EngineContext, lane: LaneName, options: AcquireSlotOptions): Promise<LaneSlot | null> {
   const capacity = laneCapacity(ctx, lane);
@@ -87,19 +90,29 @@ export async function acquireLaneSlot(ctx: EngineContext, lane: LaneName, option
     busyCode: 'SESSION_BUSY',
     owner: options.owner,
   };
+  const told = new Set<unknown>();
   for (let attempt = 0; ; attempt++) {
     if (options.shouldStop()) return null;
     const start = Math.floor(Math.random() * capacity);
+    const unresponsive: { index: number; busy: SwitchboardError }[] = [];
     for (let n = 0; n < capacity; n++) {
       const index = (start + n) % capacity;
       const slot = await tryHold(path.join(dir, `slot-${index}`), lockOptions, lane, index);
-      if (slot !== null) {
+      if (!isSwitchboardError(slot)) {
         if (options.shouldStop()) {
           await slot.release();
           return null;
         }
         return slot;
       }
+      if (slot.details?.unresponsive === true) unresponsive.push({ index, busy: slot });
+    }
+    for (const { index, busy } of unresponsive) {
+      const lockId = (busy.details?.owner as { lockId?: unknown } | null)?.lockId;
+      if (told.has(lockId)) continue;
+      told.add(lockId);
+      const who = options.owner.runId !== undefined ? `run ${options.owner.runId} (${options.owner.sessionKey})` : 'a run';
+      ctx.log?.(`switchboard: ${who} waits for a slot of lane ${lane}: slot ${index} is ${String(busy.details?.holder)}`);
     }
     const ceiling = Math.min(250, 10 * 2 ** Math.min(attempt, 5));
     await sleep(ceiling / 2 + Math.random() * (ceiling / 2));

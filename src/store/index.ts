@@ -11,6 +11,7 @@ export type { StorePin } from './sessions-store-replace.js';
 export * from './archive.js';
 export * from './lock.js';
 export { FILE_LOCK_ORPHAN_GRACE_MS, type FileLockRecord } from './file-lock.js';
+export { describeHolder } from './lock-describe.js';
 export { DEFAULT_STALE_MS, LOCK_SUFFIX, foreignLockContent, inspectLock, mayTakeOver, readLockOwner, removeLockFolder, type LockInfo, type LockKind, type LockOwnerInfo, type LockOwnerRecord, type TakeoverPolicy } from './lock-owner.js';
 export * from './lock-admin.js';
 export * from './transcript.js';

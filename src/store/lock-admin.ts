@@ -8,7 +8,8 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
 import { inspectFileLock, type FileLockRecord } from './file-lock.js';
-import { LOCK_SUFFIX, clearLock, describeHolder, foreignLockContent, heldLocks, inspectLock, type LockInfo, type LockKind, type LockOwnerRecord } from './lock-owner.js';
+import { describeHolder } from './lock-describe.js';
+import { LOCK_SUFFIX, clearLock, foreignLockContent, heldLocks, inspectLock, type LockInfo, type LockKind, type LockOwnerRecord } from './lock-owner.js';
 import { TRANSCRIPT_SUFFIX } from './paths.js';
 
 export interface ReleaseLockResult {

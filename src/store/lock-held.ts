@@ -5,7 +5,8 @@
 import { statSync, utimesSync } from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
-import { formatMs, heldLocks, now, parseOwnerRecord, readOwnerText, removeLockFolder, removeLockIfOwned, rewriteOwnerRecord, writeChildRecord, type LockOwnerRecord, type OwnHolding } from './lock-owner.js';
+import { formatMs } from './lock-describe.js';
+import { heldLocks, now, parseOwnerRecord, readOwnerText, removeLockFolder, removeLockIfOwned, rewriteOwnerRecord, writeChildRecord, type LockOwnerRecord, type OwnHolding } from './lock-owner.js';
 
 export type BusyCode = 'SESSION_BUSY' | 'STORE_BUSY';
 

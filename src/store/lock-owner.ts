@@ -1,7 +1,8 @@
 // Lock owner records and the judgement of a lock found on disk: writing, reading and parsing
 // `<target>.lock/owner.json`, the holder's liveness, mayTakeOver(), and the verified removal of a
-// lock through a tombstone. lock.ts (acquire, withLock), lock-held.ts (a holding) and
-// lock-admin.ts (`switchboard locks`) build on this module; it imports none of them.
+// lock through a tombstone. lock.ts (acquire, withLock), lock-held.ts (a holding),
+// lock-describe.ts (a holder in words) and lock-admin.ts (`switchboard locks`) build on this
+// module; it imports none of them.
 //
 // On-disk layout of one lock:
 //   <target>.lock/             proper-lockfile's mkdir lock; its mtime is refreshed while held
@@ -88,7 +89,7 @@ import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { errnoOf, ioError, isProcessAlive, killProcessSession, nodeCrypto, readProcStat, systemClock } from '../core/index.js';
-import { FILE_LOCK_ORPHAN_GRACE_MS, clearFileLock, inspectFileLock, lockTargetOf, type FileLockRecord } from './file-lock.js';
+import { clearFileLock, inspectFileLock, lockTargetOf, type FileLockRecord } from './file-lock.js';
 import { STORE_OPEN_FLAGS } from './regular-file.js';
 
 export const DEFAULT_STALE_MS = 10_000;
@@ -480,32 +481,4 @@ async function putBack(tomb: string, lockPath: string): Promise<void> {
   } catch {
     await removeTombstone(tomb);
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Describing a holder (busy errors, `switchboard locks`)
-
-export function describeHolder(info: LockInfo | null): string {
-  if (info !== null && info.kind !== 'switchboard') return describeFileHolder(info);
-  const owner = info?.owner;
-  if (owner == null) return 'held by an unknown process (no owner record)';
-  const run = owner.runId !== undefined ? `, run ${owner.runId}` : '';
-  const session = owner.sessionKey !== undefined ? `, session ${owner.sessionKey}` : '';
-  return `held by pid ${owner.pid} on ${owner.hostname}${run}${session} for ${formatMs(info?.ageMs ?? 0)}`;
-}
-
-function describeFileHolder(info: LockInfo): string {
-  const record = info.fileLock;
-  if (record === null || record.pid === null) {
-    return `held by another program (a lock file with no holder's pid in it, untouched for ${formatMs(Math.max(0, now() - info.mtimeMs))}; reclaimed once it is ${formatMs(FILE_LOCK_ORPHAN_GRACE_MS)} old)`;
-  }
-  const state = info.holderAlive === false ? ', which is gone' : record.pastMaxHold ? `, past its max hold of ${formatMs(record.maxHoldMs ?? 0)}` : '';
-  const since = info.ageMs !== null ? ` for ${formatMs(info.ageMs)}` : '';
-  return `held by OpenClaw, pid ${record.pid}${state}${since} (its lock file)`;
-}
-
-export function formatMs(ms: number): string {
-  if (ms < 1_000) return `${Math.round(ms)} ms`;
-  if (ms < 120_000) return `${(ms / 1_000).toFixed(1)} s`;
-  return `${Math.round(ms / 60_000)} min`;
 }

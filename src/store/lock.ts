@@ -14,15 +14,14 @@ import { makeDirectories } from './paths.js';
 import lockfile from 'proper-lockfile';
 import { MAX_TIMER_MS, SwitchboardError, errnoOf, ioError } from '../core/index.js';
 import { HeldLock, KEEP_DIRECTORY_FS, type BusyCode, type LockHandle } from './lock-held.js';
+import { describeHolder, formatMs } from './lock-describe.js';
 import { isInMemory } from './memory-volume.js';
 import { describeFileKind, lstatKindSync, type FileKind } from './regular-file.js';
 import {
   DEFAULT_STALE_MS,
   LOCK_SUFFIX,
   clearLock,
-  describeHolder,
   describeHolding,
-  formatMs,
   heldLocks,
   inspectLock,
   isPositiveNumber,
@@ -410,9 +409,10 @@ export function busyAfterWaiting(err: SwitchboardError, waitedMs: number): Switc
 function busyError(target: string, lockPath: string, settings: ResolvedLockSettings, seen: LockInfo | null, waitedMs: number): SwitchboardError {
   const what = settings.busyCode === 'STORE_BUSY' ? 'store lock' : 'session write lock';
   const foreign = seen !== null && seen.kind !== 'switchboard';
+  const holder = describeHolder(seen);
   return new SwitchboardError(
     settings.busyCode,
-    `${what} on ${target} is busy: ${describeHolder(seen)}; gave up after ${formatMs(waitedMs)}`,
+    `${what} on ${target} is busy: ${holder}; gave up after ${formatMs(waitedMs)}`,
     {
       hint: foreign
         ? 'another program (OpenClaw) is writing this file: retry once it is done; `switchboard locks` shows the holder, and its lock is reclaimed once that process is gone'
@@ -424,6 +424,9 @@ function busyError(target: string, lockPath: string, settings: ResolvedLockSetti
         owner: seen?.owner ?? null,
         ...(foreign ? { fileLock: seen.fileLock } : {}),
         ageMs: seen?.ageMs ?? null,
+        // A live holder that stopped refreshing (frozen, stalled): waited for, not taken over.
+        unresponsive: seen !== null && seen.stale && seen.holderAlive === true,
+        holder,
         waitedMs,
       },
     },
