@@ -21,6 +21,7 @@ import {
   isUsableEntry,
   listLocks,
   lockPathFor,
+  mayTakeOver,
   memoryVolumeFor,
   parseArchiveName,
   readSessionStore,
@@ -177,7 +178,9 @@ async function removeLeftovers(location: StoreLocation, liveLocks: ReadonlySet<s
 }
 
 function releasableReason(info: LockInfo): ReleasedLock['reason'] | null {
-  if (info.heldByThisProcess) return null;
+  // What a waiter would take over (releaseLock's own rule): a live holder on this host is left
+  // alone until its max hold, however stale its lock looks — a stopped process resumes.
+  if (info.heldByThisProcess || !mayTakeOver(info, 'stale')) return null;
   if (info.holderAlive === false) return 'holder-dead';
   if (info.overHeld) return 'over-held';
   if (info.stale) return 'stale';
@@ -186,7 +189,8 @@ function releasableReason(info: LockInfo): ReleasedLock['reason'] | null {
 
 /**
  * Runs the maintenance job. Order (each stage sees what the one before left):
- * 1. stale locks — only stale, over-held or dead-holder locks; a live, in-time lock is never touched;
+ * 1. stale locks — only stale, over-held or dead-holder locks; a live, in-time lock is never touched
+ *    (stale or not: a stopped holder is alive);
  *    then rotations a killed process left half done get their old transcript archived (the lock
  *    such a process held on it is gone by now);
  * 2. cron retention — cron-family entries idle longer than cron.sessionRetention;

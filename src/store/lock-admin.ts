@@ -9,7 +9,7 @@ import path from 'node:path';
 import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
 import { inspectFileLock, type FileLockRecord } from './file-lock.js';
 import { describeHolder } from './lock-describe.js';
-import { LOCK_SUFFIX, clearLock, foreignLockContent, heldLocks, inspectLock, type LockInfo, type LockKind, type LockOwnerRecord } from './lock-owner.js';
+import { LOCK_SUFFIX, clearLock, foreignLockContent, heldLocks, inspectLock, mayTakeOver, type LockInfo, type LockKind, type LockOwnerRecord } from './lock-owner.js';
 import { TRANSCRIPT_SUFFIX } from './paths.js';
 
 export interface ReleaseLockResult {
@@ -71,8 +71,11 @@ function isLockFile(file: string, siblings: ReadonlySet<string>): boolean {
 }
 
 /**
- * Removes a lock (given as the lock directory or file, or its target). A live, in-time holder is
- * refused with SESSION_BUSY unless force; stale, over-held or dead holders are released without it.
+ * Removes a lock (given as the lock directory or file, or its target). Without force, exactly what
+ * a waiter would take over (mayTakeOver) is released — a dead holder, one past its max hold, a
+ * stale one not known to be alive; anything else is refused with SESSION_BUSY: a live holder on
+ * this host within its max hold, however stale (a stopped process resumes, and would find its
+ * run ended and its runner killed), and a live holder of the registry lock at all.
  * An OpenClaw lock file is released without force only when OpenClaw itself would reclaim it
  * (holder dead or pid reused; no pid and 30 s untouched): a live OpenClaw holder, even one past
  * its max hold, only with force — and is not told: it goes on writing as if it held the lock.
@@ -91,9 +94,10 @@ export async function releaseLock(lockOrTargetPath: string, options: { force?: b
       details: { lockPath },
     });
   }
-  const live = !info.stale && !info.overHeld && info.holderAlive !== false;
+  const live = !mayTakeOver(info, 'stale');
   if (live && options.force !== true) {
-    throw new SwitchboardError('SESSION_BUSY', `lock ${lockPath} is ${describeHolder(info)}${info.kind === 'switchboard' ? ', alive and within its max hold' : ''}`, {
+    const state = info.kind !== 'switchboard' ? '' : info.overHeld ? ', alive (the registry lock is never taken from a live holder)' : ', alive and within its max hold';
+    throw new SwitchboardError('SESSION_BUSY', `lock ${lockPath} is ${describeHolder(info)}${state}`, {
       hint:
         info.kind === 'switchboard'
           ? 'wait for it, or pass --force to release it anyway (the holder then stops writing)'

@@ -382,22 +382,61 @@ function procStartTicks(pid: number): number | null {
   }
 }
 
-describe("takeover 'dead' (the sessions.json lock): never from a live holder on this host", () => {
-  const noProc = procStartTicks(process.pid) === null ? 'no /proc on this system' : false;
+const noProc = procStartTicks(process.pid) === null ? 'no /proc on this system' : false;
 
-  /** A live process other than this one, for the life of the test. */
-  async function liveProcess(): Promise<{ pid: number; stop: () => Promise<void> }> {
-    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-    await once(child, 'spawn');
-    return {
-      pid: child.pid!,
-      stop: async () => {
-        child.kill('SIGKILL');
-        await once(child, 'exit');
-      },
-    };
+/** A live process other than this one, for the life of the test. */
+async function liveProcess(): Promise<{ pid: number; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  await once(child, 'spawn');
+  return {
+    pid: child.pid!,
+    stop: async () => {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    },
+  };
+}
+
+describe("takeover 'stale' (session locks, lane slots): a live holder on this host is waited for until its max hold", () => {
+  /** The lock of `pid` (alive, on this host), stale for a minute; `heldMs` ago, with a max hold of `maxHoldMs`. */
+  function frozenHolderLock(pid: number, heldMs: number, maxHoldMs: number): string {
+    const target = path.join(tempDir(), 'frozen.jsonl');
+    const lockPath = lockPathFor(target);
+    craftForeignLock(lockPath, { lockId: 'frozen', pid, hostname: os.hostname(), processStartTicks: procStartTicks(pid)!, acquiredAt: Date.now() - heldMs, maxHoldMs, runId: 'frozen-run' });
+    ageDirectory(lockPath, 60_000);
+    return target;
   }
 
+  test('stale but within its max hold: waited for, and the busy error says who and until when', { skip: noProc }, async () => {
+    const live = await liveProcess();
+    try {
+      const target = frozenHolderLock(live.pid, 1_000, 600_000);
+      await assert.rejects(withLock(target, { staleMs: 2_000, acquireTimeoutMs: 300 }, async () => 'taken over'), (err: unknown) => {
+        assert.ok(isCode('SESSION_BUSY', 75)(err), String(err));
+        assert.match((err as Error).message, new RegExp(`pid ${live.pid}\\b.*run frozen-run.*not refreshed for 60\\.\\d s .*waited for until its max hold, in 10 min`));
+        assert.equal((err as SwitchboardError).details?.unresponsive, true);
+        return true;
+      });
+      // An operator's release, maintain and doctor go by the same rule: only with --force.
+      await assert.rejects(releaseLock(target, { staleMs: 2_000 }), isCode('SESSION_BUSY', 75));
+      assert.equal((await readLockOwner(lockPathFor(target)))?.lockId, 'frozen', 'left alone');
+    } finally {
+      await live.stop();
+    }
+  });
+
+  test('past its max hold: taken over', { skip: noProc }, async () => {
+    const live = await liveProcess();
+    try {
+      const target = frozenHolderLock(live.pid, 600_000, 1_000);
+      assert.notEqual(await withLock(target, { staleMs: 2_000, acquireTimeoutMs: 5_000 }, async (handle) => handle.owner.lockId), 'frozen');
+    } finally {
+      await live.stop();
+    }
+  });
+});
+
+describe("takeover 'dead' (the sessions.json lock): never from a live holder on this host", () => {
   test('a live holder is waited for although stale and over-held; STORE_BUSY names it', { skip: noProc }, async () => {
     const live = await liveProcess();
     try {

@@ -17,7 +17,7 @@ import {
 } from '../../engine/index.js';
 import type { LaneName } from '../../policy/index.js';
 import { connectClient, type Push, type SwitchboardClient } from '../../server/index.js';
-import { listLocks, type LockInfo } from '../../store/index.js';
+import { listLocks, mayTakeOver, type LockInfo } from '../../store/index.js';
 import { eventFromPush, type SourceKind, type TopEvent, type TopLane, type TopLock, type TopQueued, type TopRun } from './snapshot.js';
 
 /** One reading of a source: everything of a snapshot but the event history. */
@@ -69,8 +69,9 @@ export async function readLocksAndLanes(engine: EngineContext): Promise<{ locks:
   }));
   const lanes = LANES.map((lane) => {
     const dir = path.resolve(laneDir(engine.stateDir, lane)) + path.sep;
-    // A stale slot or one whose holder died is free for the next run to take over.
-    const used = found.filter((lock) => lock.lockPath.startsWith(dir) && !lock.stale && lock.holderAlive !== false).length;
+    // A slot the next run may take over (its holder died, is past its max hold, or is stale and
+    // not known alive) is free; a stopped holder's is not.
+    const used = found.filter((lock) => lock.lockPath.startsWith(dir) && !mayTakeOver(lock, 'stale')).length;
     return { lane, used, capacity: laneCapacity(engine, lane) };
   });
   return { locks, lanes };

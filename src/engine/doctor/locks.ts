@@ -1,5 +1,6 @@
 // Step: locks. Stale locks (stale, dead holder, past max hold) are released through releaseLock(),
-// which refuses a live in-time holder (tombstones left by a killed releaser: leftovers.ts).
+// which refuses a live in-time holder, stale or not: a stopped process is alive and is warned
+// about, not repaired (tombstones left by a killed releaser: leftovers.ts).
 // OpenClaw's lock files (a regular `<transcript>.lock`) are locks too, judged by OpenClaw's rule
 // (store/lock-owner.ts): a live holder is a warning (not a problem: nothing to repair, and doctor
 // never removes it), a dead one a stale lock that --repair removes.
@@ -7,7 +8,7 @@
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { describeSchemaErrors, schemaValidator } from '../../config/index.js';
-import { FILE_LOCK_ORPHAN_GRACE_MS, listLocks, releaseLock, type LockInfo } from '../../store/index.js';
+import { FILE_LOCK_ORPHAN_GRACE_MS, describeHolder, listLocks, mayTakeOver, releaseLock, type LockInfo } from '../../store/index.js';
 import { readOrNull } from './files.js';
 import type { StoreCheck } from './store-check.js';
 
@@ -15,13 +16,16 @@ export async function checkLocks(doc: StoreCheck): Promise<void> {
   const locks = await listLocks(doc.location.sessionsDir, { staleMs: doc.staleMs });
   for (const info of locks) {
     if (info.heldByThisProcess) continue;
-    const reasons = lockReasons(info);
+    // Only what a waiter would take over is a problem to repair (releaseLock's rule): a live
+    // holder on this host within its max hold is no leftover, however stale its lock looks.
+    const reasons = mayTakeOver(info, 'stale') ? lockReasons(info) : [];
     if (reasons.length === 0) {
       doc.liveLocks.add(info.lockPath);
       if (info.kind !== 'switchboard') {
         doc.report.warnings.push(describeLiveFileLock(info));
         continue;
       }
+      if (info.stale) doc.report.warnings.push(`${path.basename(info.lockPath)} is ${describeHolder(info)}: writes of ${path.basename(info.targetPath)} wait for it, and doctor leaves it alone`);
       const ownerProblem = await ownerRecordProblem(info.lockPath);
       if (ownerProblem !== null) {
         doc.problem({ kind: 'invalid-lock-owner', file: path.join(info.lockPath, 'owner.json'), message: `owner record of a live lock: ${ownerProblem}`, repairable: false });
