@@ -18,6 +18,14 @@ export async function confirm(ctx: CliContext, question: string): Promise<boolea
   try {
     const answer = await rl.question(`${question} [y/N] `);
     return /^y(es)?$/i.test(answer.trim());
+  } catch (err) {
+    // Ctrl+D or Ctrl+C at the question (readline rejects it with an AbortError): the person
+    // did not say yes, so nothing is changed — it was an INTERNAL error with a stack trace.
+    if ((err as { code?: unknown } | null)?.code === 'ABORT_ERR') {
+      ctx.streams.stderr.write('\n');
+      return false;
+    }
+    throw err;
   } finally {
     rl.close();
   }

@@ -24,10 +24,10 @@ async function keys(flags: string[]): Promise<string[]> {
   return JSON.parse(r.stdout).sessions.map((s: { key: string }) => s.key).sort();
 }
 
-/** Runs the binary on a pseudo-terminal, typing `answer` at the question. */
-function onTerminal(args: string[], answer: string): { status: number | null; output: string } {
+/** Runs the binary on a pseudo-terminal, typing `answer` at the question (then Enter, unless `enter` is false). */
+function onTerminal(args: string[], answer: string, enter = true): { status: number | null; output: string } {
   const command = [process.execPath, BIN, ...args].map((word) => `'${word}'`).join(' ');
-  const r = spawnSync('script', ['-qec', command, '/dev/null'], { input: `${answer}\n`, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  const r = spawnSync('script', ['-qec', command, '/dev/null'], { input: enter ? `${answer}\n` : answer, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
   return { status: r.status, output: r.stdout };
 }
 
@@ -69,5 +69,15 @@ describe('destructive commands say what they will do', () => {
     assert.equal(skip.status, 0);
     assert.doesNotMatch(skip.output, /\[y\/N\]/);
     assert.match(skip.output, /reset agent:main:direct:alice/);
+  });
+
+  test('Ctrl+D at the question is a "no": nothing changed, exit 0, no internal error', async () => {
+    const flags = await demoState();
+    const eof = onTerminal(['sessions', 'delete', CLUB, ...flags], '\u0004', false);
+    assert.equal(eof.status, 0, eof.output);
+    assert.match(eof.output, /delete this session\? \[y\/N\]/);
+    assert.match(eof.output, /nothing changed/);
+    assert.doesNotMatch(eof.output, /internal error|AbortError/);
+    assert.ok((await keys(flags)).includes(CLUB));
   });
 });
