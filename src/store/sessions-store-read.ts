@@ -5,7 +5,7 @@
 
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, errnoOf, nodeCrypto } from '../core/index.js';
+import { MAX_JSON_DEPTH, SwitchboardError, errnoOf, jsonDepthExceeds, nodeCrypto } from '../core/index.js';
 import { asStoredEntry, type SessionStore } from './session-entry.js';
 import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
 
@@ -80,6 +80,11 @@ export function decodeAndParse(bytes: Uint8Array, storePath: string): ParsedStor
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw storeCorrupt(storePath, 'the top level is not a JSON object', bytes.length);
   }
+  // JSON.parse reads any depth, but every write of the store (and the entry hashes, copies and
+  // schema checks before it) recurses and overflowed the stack: one such value made each command
+  // that touched the store an INTERNAL error, and doctor could not check it. No entry switchboard
+  // or OpenClaw writes comes near the bound messages and configs have.
+  if (jsonDepthExceeds(parsed)) throw storeCorrupt(storePath, `values are nested more than ${MAX_JSON_DEPTH} levels deep`, bytes.length);
   return { text, store: withStoredEntries(parsed as Record<string, unknown>) };
 }
 

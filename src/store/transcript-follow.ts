@@ -4,6 +4,7 @@
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openRegularFile } from './regular-file.js';
+import { parseRecord } from './transcript-read.js';
 import type { TranscriptRecord } from './transcript.js';
 
 const POLL_MS = 200;
@@ -24,13 +25,9 @@ export async function followTranscript(file: string, offset: number, onRecord: (
         const lines = (partial + buffer.subarray(0, bytesRead).toString('utf8')).split('\n');
         partial = lines.pop() ?? '';
         for (const line of lines) {
-          if (line.trim() === '') continue;
-          try {
-            const record = JSON.parse(line) as TranscriptRecord;
-            if (record && typeof record.type === 'string') onRecord(record);
-          } catch {
-            // a damaged line: skipped, as every reader does
-          }
+          // A damaged line is skipped, as every reader does (and by the same rule).
+          const record = parseRecord(line);
+          if (record !== null) onRecord(record);
         }
       } finally {
         await handle.close();

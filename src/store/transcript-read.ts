@@ -4,7 +4,7 @@
 import { constants as fsConstants } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { SwitchboardError, errnoOf, ioError } from '../core/index.js';
+import { SwitchboardError, errnoOf, ioError, jsonDepthExceeds, mayNestDeeperThan } from '../core/index.js';
 import { memoryVolumeFor } from './memory-volume.js';
 import { openRegularFile } from './regular-file.js';
 import type { TranscriptHeader, TranscriptReadStats, TranscriptReader, TranscriptRecord } from './transcript.js';
@@ -20,13 +20,19 @@ const CARRIAGE_RETURN = 0x0d;
  */
 export const MAX_RECORD_BYTES = 256 * 1024 * 1024;
 
-/** One line as a record, or null when it is not one (readers skip and count such lines). */
+/**
+ * One line as a record, or null when it is not one (readers skip and count such lines). A line
+ * nesting deeper than a message may is not one either: printing it (`transcript --raw`) or any
+ * walk of it overflowed the stack, an INTERNAL error; no runner or channel line gets that deep
+ * (both are refused past the same bound when they arrive).
+ */
 export function parseRecord(line: Buffer | string): TranscriptRecord | null {
   const text = (typeof line === 'string' ? line : line.toString('utf8')).trim();
   if (text === '') return null;
   try {
     const value: unknown = JSON.parse(text);
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+    if (mayNestDeeperThan(text) && jsonDepthExceeds(value)) return null;
     return typeof (value as { type?: unknown }).type === 'string' ? (value as TranscriptRecord) : null;
   } catch {
     return null;

@@ -7,7 +7,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { errnoOf } from '../../core/index.js';
 import { describeSchemaErrors, schemaValidator } from '../../config/index.js';
-import { THREAD_INFIX, TRANSCRIPT_SUFFIX, openRegularFile, type TranscriptHeader } from '../../store/index.js';
+import { THREAD_INFIX, TRANSCRIPT_SUFFIX, openRegularFile, parseRecord, type TranscriptHeader } from '../../store/index.js';
 
 /** Line numbers listed per problem; `count` has the total. */
 const MAX_LINES_LISTED = 20;
@@ -80,7 +80,8 @@ export async function scanTranscript(file: string, keep?: (line: Buffer) => Prom
       }
       const text = bytes.toString('utf8');
       if (text.trim() === '') continue;
-      const record = parseRecordText(text);
+      // What transcript readers count as a record (a line they skip is malformed here).
+      const record = parseRecord(text) as Record<string, unknown> | null;
       if (record === null) {
         if (terminated) addLine(scan.malformed, number);
         else scan.torn = { line: number, bytes: bytes.length };
@@ -117,17 +118,6 @@ export function transcriptHeaderProblem(record: Record<string, unknown>, fileNam
   const id = String(record.id);
   const matches = fileName === `${id}${TRANSCRIPT_SUFFIX}` || (fileName.startsWith(`${id}${THREAD_INFIX}`) && fileName.endsWith(TRANSCRIPT_SUFFIX));
   return matches ? null : `the header is for session ${id}, which does not match the file name`;
-}
-
-/** What transcript readers count as a record: a JSON object with a string `type`. */
-function parseRecordText(text: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(text.trim());
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
-    return typeof (value as { type?: unknown }).type === 'string' ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
 }
 
 function addLine(list: { count: number; lines: number[] }, line: number): void {
