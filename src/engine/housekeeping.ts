@@ -4,7 +4,7 @@
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, inPool, systemClock, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, inPool, systemClock, type ErrorCode } from '../core/index.js';
 import {
   dueResetOf,
   planCronRetention,
@@ -40,7 +40,7 @@ import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './ses
 import type { ExpiredEvent } from './queue-state.js';
 import { finishInterruptedRotations, type FinishedRotation } from './interrupted-rotations.js';
 import { findEmptyOrphans, findLeftovers, removeLeftover, type Leftover } from './leftovers.js';
-import { listFolder } from './doctor/files.js';
+import { asSwitchboardError, listFolder } from './doctor/files.js';
 
 const RESET_CONCURRENCY = 8;
 
@@ -129,7 +129,9 @@ export interface MaintainResult {
 }
 
 function errorOf(stage: MaintainStage, agentId: string | null, err: unknown): MaintainError {
-  const error = toSwitchboardError(err);
+  // A file-system error is IO (74), as doctor reports it: an agent folder replaced by a file
+  // made the leftovers stage's listing an INTERNAL error, and maintain exit 1.
+  const error = asSwitchboardError(err);
   return { stage, agentId, code: error.code, message: error.message };
 }
 
@@ -327,7 +329,7 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
         // What cleanup removes (or, in a dry run of enforce mode, would remove) needs no reset.
         if (settings.mode === 'enforce') cleanupRemoved.set(location.storePath, new Set(summary.actions.map((a) => a.key)));
       } catch (err) {
-        const error = toSwitchboardError(err);
+        const error = asSwitchboardError(err);
         cleanupStores.push({ agentId: location.agentId, storePath: location.storePath, error: error.toJSON() });
         errors.push(errorOf('cleanup', location.agentId, err));
       }

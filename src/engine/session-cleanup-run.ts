@@ -3,7 +3,7 @@
 // OpenClaw's shape that the CLI prints; one failing store does not stop the others.
 
 import path from 'node:path';
-import { SwitchboardError, toSwitchboardError, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, type ErrorCode } from '../core/index.js';
 import {
   planCleanup,
   resolveMaintenanceSettings,
@@ -21,6 +21,7 @@ import { knownAgentIds, type EngineContext } from './context.js';
 import { buildMaintenanceSnapshot, type BusyKeysProvider } from './cleanup-snapshot.js';
 import { applyCleanupPlan, type ApplyOutcome, type CleanupProgress } from './session-cleanup.js';
 import { selectStores, type StoreSelection } from './session-list.js';
+import { asSwitchboardError } from './doctor/files.js';
 
 export interface SessionCleanupOptions extends StoreSelection {
   dryRun?: boolean;
@@ -122,7 +123,8 @@ export async function cleanupSessions(ctx: EngineContext, options: SessionCleanu
     try {
       stores.push(await cleanupStore(ctx, location, settings, { ...options, dryRun }));
     } catch (err) {
-      const error = toSwitchboardError(err);
+      // A file-system error is IO (74), never INTERNAL: the other stores' results still count.
+      const error = asSwitchboardError(err);
       if (exitCode === 0) exitCode = error.exitCode;
       stores.push({ agentId: location.agentId, storePath: location.storePath, error: error.toJSON() });
     }

@@ -75,4 +75,20 @@ describe('hostile bounds', () => {
     const r = await runCli(['send', 'hi', '--channel', 'telegram', '--state-dir', '/proc/1'], { timeoutMs: 20_000 });
     assert.equal(r.code, 74, r.stdout + r.stderr);
   });
+
+  test('an agent folder replaced by a plain file: maintain and cleanup fail with IO (74), not INTERNAL, and still report every stage', async () => {
+    const state = tempDir('sb-bounds-');
+    assert.equal((await runCli(['send', 'hi', '--channel', 'telegram', '--state-dir', state])).code, 0);
+    fs.rmSync(path.join(state, 'agents', 'main'), { recursive: true });
+    fs.writeFileSync(path.join(state, 'agents', 'main'), 'not a folder');
+    const maintain = await runCli(['maintain', '--json', '--state-dir', state]);
+    assert.equal(maintain.code, 74, maintain.stdout + maintain.stderr);
+    const report = JSON.parse(maintain.stdout);
+    assert.equal(report.ok, false);
+    assert.ok(report.errors.length > 0);
+    for (const error of report.errors) assert.equal(error.code, 'IO', `${error.stage}: ${error.message}`);
+    const cleanup = await runCli(['sessions', 'cleanup', '--enforce', '--json', '--state-dir', state]);
+    assert.equal(cleanup.code, 74, cleanup.stdout + cleanup.stderr);
+    assert.equal(fs.readFileSync(path.join(state, 'agents', 'main'), 'utf8'), 'not a folder', 'left as it was');
+  });
 });
