@@ -2,7 +2,7 @@
 # Ctrl+D (or Ctrl+C) at the [y/N] question of a destructive command.
 # Expected: taken as "no" -> "nothing changed", exit 0, no stack.
 # Before the fix: "internal error: Aborted with Ctrl+D", exit 1, AbortError stack trace.
-SB="node $(dirname "$0")/../bin/switchboard"
+SB="node $(cd "$(dirname "$0")/.." && pwd)/bin/switchboard"
 S=$(mktemp -d)
 $SB send hello --channel telegram --state-dir "$S" >/dev/null
 for key in '\004' '\003'; do

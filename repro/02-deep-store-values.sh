@@ -5,7 +5,7 @@
 # Before the fix: send/ingest -> {"code":"INTERNAL"...} exit 1; sessions reset -> INTERNAL + stack;
 #           doctor -> "check-failed ... Maximum call stack size exceeded", not repairable;
 #           sessions transcript --raw/--json -> INTERNAL, exit 1, RangeError stack.
-SB="node $(dirname "$0")/../bin/switchboard"
+SB="node $(cd "$(dirname "$0")/.." && pwd)/bin/switchboard"
 S=$(mktemp -d)
 $SB send hello --channel telegram --state-dir "$S" >/dev/null
 D=$S/agents/main/sessions

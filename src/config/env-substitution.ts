@@ -13,6 +13,7 @@
 
 import path from 'node:path';
 import { SwitchboardError } from '../core/index.js';
+import { setOwn } from './own-keys.js';
 import { readConfigText } from './read-file.js';
 import { formatJsonPath } from './validators.js';
 
@@ -146,7 +147,7 @@ export function substituteEnvReferences(config: Record<string, unknown>, env: Re
     if (Array.isArray(value)) return value.map((item, i) => visit(item, [...at, String(i)]));
     if (value === null || typeof value !== 'object') return value;
     const out: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(value)) out[key] = visit(child, [...at, key]);
+    for (const [key, child] of Object.entries(value)) setOwn(out, key, visit(child, [...at, key]));
     return out;
   };
   const substituted = visit(config, []) as Record<string, unknown>;

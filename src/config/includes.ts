@@ -15,6 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, jsonDepthExceeds } from '../core/index.js';
+import { setOwn } from './own-keys.js';
 import { ConfigFileProblem, readConfigText } from './read-file.js';
 
 const INCLUDE_KEY = '$include';
@@ -119,7 +120,7 @@ export async function resolveIncludes(value: unknown, file: string, context: Inc
   if (!isRecord(value)) return value;
   const out: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(value)) {
-    if (key !== INCLUDE_KEY) out[key] = await resolveIncludes(child, file, context, chain, [...at, key]);
+    if (key !== INCLUDE_KEY) setOwn(out, key, await resolveIncludes(child, file, context, chain, [...at, key]));
   }
   if (!Object.hasOwn(value, INCLUDE_KEY)) return out;
   const names = value[INCLUDE_KEY];

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds } from '../core/index.js';
 import { includeRoots, mayInclude, resolveIncludes, type IncludedFile } from './includes.js';
+import { getOwn, setOwn } from './own-keys.js';
 import { locateJsonPaths, type TextPosition } from './positions.js';
 import { formatJsonPath } from './validators.js';
 
@@ -116,13 +117,14 @@ function mergeInto(target: Record<string, unknown>, overlay: Record<string, unkn
   for (const [key, value] of Object.entries(overlay)) {
     if (prefix.length === 0 && key === 'extends') continue;
     const at = [...prefix, key];
-    if (isRecord(value) && isRecord(target[key])) {
-      const copy = { ...(target[key] as Record<string, unknown>) };
+    const current = getOwn(target, key);
+    if (isRecord(value) && isRecord(current)) {
+      const copy = { ...(current as Record<string, unknown>) };
       mergeInto(copy, value, file, at, origins);
-      target[key] = copy;
+      setOwn(target, key, copy);
     } else {
       // Arrays and scalars are replaced whole: merging two bindings lists would reorder tiers.
-      target[key] = value;
+      setOwn(target, key, value);
       for (const known of [...origins.keys()]) if (known.startsWith(`${formatJsonPath(at)}.`) || known.startsWith(`${formatJsonPath(at)}[`)) origins.delete(known);
       recordOrigins(value, at, file, origins);
     }

@@ -192,3 +192,28 @@ describe('bounds on what an include tree or a reference may cost', () => {
     assert.match(errorOf(result.stderr).message, /does not exist/);
   });
 });
+
+describe('a "__proto__" key', () => {
+  test('is an unknown key in every way a config is read: never inherited config, with ${VAR}, $include or extends alike', async () => {
+    const dir = tempDir();
+    // JSON text: a JSON5 object literal would read `__proto__` as the literal's prototype.
+    const proto = '"__proto__": { "dmScope": "per-peer" }';
+    write(dir, 'empty.json5', '{}');
+    write(dir, 'base.json', '{}');
+    const configs = {
+      plain: write(dir, 'plain.json5', `{ "session": { ${proto} } }`),
+      reference: write(dir, 'reference.json5', `{ "session": { ${proto} }, "note": "\${HOME}" }`),
+      include: write(dir, 'include.json5', `{ "session": { ${proto} }, "messages": { "$include": "./empty.json5" } }`),
+      extends: write(dir, 'extends.json5', `{ "extends": "./base.json", "session": { ${proto} } }`),
+      topLevel: write(dir, 'top-level.json5', `{ "extends": "./base.json", "__proto__": { "session": { "dmScope": "per-peer" } } }`),
+    };
+    for (const [name, config] of Object.entries(configs)) {
+      const r = await routes(config, [{ channel: 'telegram', peer: { kind: 'direct', id: 'bob' } }]);
+      assert.equal(r.code, 0, `${name}: ${r.stderr}`);
+      assert.equal(r.routes[0].sessionKey, 'agent:main:main', `${name}: the key under __proto__ is not the dmScope`);
+      const checked = await runCli(['config', 'validate', '--config', config, '--state-dir', dir]);
+      assert.equal(checked.code, 0, `${name}: ${checked.stderr}`);
+      assert.match(checked.stderr, /not used by switchboard \(ignored\): .*__proto__/, name);
+    }
+  });
+});
