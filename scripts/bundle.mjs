@@ -196,7 +196,11 @@ for (const chunk of built.outputFiles) {
     logLevel: 'warning',
     ...MINIFY,
     define: usesModuleUrl ? { 'import.meta.url': '__sbModuleUrl' } : {},
-    banner: usesModuleUrl ? "const __sbModuleUrl = require('node:url').pathToFileURL(__filename).href;" : '',
+    // ES modules are strict mode, and the code was written and tested as such (the unit tests
+    // import dist/src); a CommonJS file is not unless it says so. Without this, the shipped CLI
+    // ran sloppy: a write to a frozen object or a getter-only property was silently dropped
+    // instead of throwing, and `this` in a plain function call was the global object.
+    banner: `"use strict";${usesModuleUrl ? "const __sbModuleUrl = require('node:url').pathToFileURL(__filename).href;" : ''}`,
   });
   const text = linkChunks(commonJs.code, true, name).replace(OTHER_IMPORT, `${IMPORT}(`);
   if (text.includes('import.meta')) throw new Error(`${name}: import.meta left in a CommonJS chunk`);

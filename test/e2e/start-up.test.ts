@@ -41,3 +41,12 @@ for (const args of [
     for (const part of ['internal/modules/esm/translators', 'internal/modules/esm/module_job']) assert.ok(!builtins.includes(part), `${part} was loaded`);
   });
 }
+
+test('every CommonJS chunk of the bundle is strict mode code, as the ES modules it is made from are', () => {
+  // A CommonJS file is sloppy mode unless its first statement says otherwise; the unit tests run
+  // dist/src as ES modules (always strict), so a sloppy bundle would run code they never ran.
+  const bundle = path.join(path.dirname(BIN), '..', 'dist', 'bundle');
+  const chunks = fs.readdirSync(bundle).filter((name) => name.endsWith('.js'));
+  assert.ok(chunks.includes('main.js'), 'the bundle is built');
+  for (const name of chunks) assert.match(fs.readFileSync(path.join(bundle, name), 'utf8'), /^"use strict";/, `${name} is strict mode`);
+});
