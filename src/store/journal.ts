@@ -14,7 +14,7 @@ import path from 'node:path';
 import { SwitchboardError, ioError, legacyIdKey, sha256Base64url, withoutRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { resolveInside } from './paths.js';
-import { openRegularDescriptor } from './regular-file.js';
+import { checkWholeFileSize, openRegularDescriptor } from './regular-file.js';
 import { fsyncDescriptor, fsyncFolder } from './store-fs.js';
 import { entryTranscriptName, type SessionEntry, type SessionStore } from './session-entry.js';
 import { readTranscript } from './transcript-read.js';
@@ -173,7 +173,10 @@ export async function readJournal(storePath: string): Promise<JournalSession[] |
   try {
     const fd = openSync(journalPathFor(storePath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
     try {
-      if (!fstatSync(fd).isFile()) return null;
+      const stats = fstatSync(fd);
+      if (!stats.isFile()) return null;
+      // Too large to be a journal (a sparse file, say): no writer left it, like a torn one.
+      checkWholeFileSize(journalPathFor(storePath), stats.size);
       text = readFileSync(fd, 'utf8');
     } finally {
       closeSync(fd);

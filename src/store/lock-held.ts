@@ -177,8 +177,8 @@ export class HeldLock implements OwnHolding {
     } catch (err) {
       const code = errnoOf(err);
       // a failing disk is not proof that someone else holds the lock: report it as such (but a
-      // record that is no regular file, or a link, is not ours)
-      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ENOTREG' && code !== 'ELOOP') throw ioError(`could not verify lock ${this.lockPath}`, err);
+      // record that is no regular file, a link or a huge file, is not ours)
+      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ENOTREG' && code !== 'ELOOP' && code !== 'EFBIG') throw ioError(`could not verify lock ${this.lockPath}`, err);
       onDisk = null;
     }
     this.assertHeld(); // the state may have changed while we read

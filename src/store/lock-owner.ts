@@ -90,7 +90,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { errnoOf, ioError, isProcessAlive, killProcessSession, nodeCrypto, readProcStat, systemClock } from '../core/index.js';
 import { clearFileLock, inspectFileLock, lockTargetOf, type FileLockRecord } from './file-lock.js';
-import { STORE_OPEN_FLAGS } from './regular-file.js';
+import { MAX_WHOLE_FILE_BYTES, STORE_OPEN_FLAGS } from './regular-file.js';
 
 export const DEFAULT_STALE_MS = 10_000;
 export const OWNER_FILE = 'owner.json';
@@ -287,13 +287,18 @@ export function parseOwnerRecord(text: string): LockOwnerRecord | null {
 /**
  * The text of a lock's owner record, read like every store file: no link followed, no FIFO waited
  * on (a plain read of a FIFO put there by hand blocked until someone wrote into it — with the
- * store lock's waiters, `locks` and `doctor` all stuck behind it). Not a regular file: ENOTREG.
+ * store lock's waiters, `locks` and `doctor` all stuck behind it). Not a regular file: ENOTREG;
+ * larger than any store file read whole: EFBIG.
  */
 export function readOwnerText(lockPath: string): string {
   const file = path.join(lockPath, OWNER_FILE);
   const fd = openSync(file, fsConstants.O_RDONLY | STORE_OPEN_FLAGS);
   try {
-    if (!fstatSync(fd).isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'ENOTREG' });
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'ENOTREG' });
+    // An owner record is a few hundred bytes: a huge file is no record of ours (EFBIG), and
+    // reading it whole cost seconds and gigabytes at every look at the lock.
+    if (stats.size > MAX_WHOLE_FILE_BYTES) throw Object.assign(new Error(`${file} is ${stats.size} bytes, too large to be an owner record`), { code: 'EFBIG' });
     return readFileSync(fd, 'utf8');
   } finally {
     closeSync(fd);

@@ -26,6 +26,30 @@ export function notRegularFileError(file: string, kind: FileKind): SwitchboardEr
   });
 }
 
+/**
+ * The most bytes a store file read whole may hold (sessions.json and its .bak, the journal, the
+ * removed-ids file, lock owner records). Its text must fit in a V8 string, which ends near 512 Mi
+ * characters, so a larger file could never be used; reading it anyway cost seconds and gigabytes
+ * of memory (a sparse 3 GB journal: 15 s and 4 GB at every command), and past 2 GiB the read
+ * itself failed with an opaque range error that left doctor unable to repair sessions.json.
+ */
+export const MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024;
+
+/** Refuses to read `file` whole when it holds more than MAX_WHOLE_FILE_BYTES: STORE_CORRUPT with reason "too-large". */
+export function checkWholeFileSize(file: string, size: number): void {
+  if (size <= MAX_WHOLE_FILE_BYTES) return;
+  const reason = `the file is ${size} bytes, more than any store file holds (at most ${MAX_WHOLE_FILE_BYTES})`;
+  throw new SwitchboardError('STORE_CORRUPT', `${file}: ${reason}`, {
+    hint: 'run `switchboard doctor` to see what is damaged; `switchboard doctor --repair` fixes it, keeping the original bytes',
+    details: { path: file, reason, sizeBytes: size, tooLarge: true },
+  });
+}
+
+/** Whether `err` is checkWholeFileSize's refusal. */
+export function isTooLargeToRead(err: unknown): err is SwitchboardError {
+  return err instanceof SwitchboardError && err.details?.tooLarge === true;
+}
+
 /** The kind of what is at `file` without following a link; null when nothing is there. */
 export async function lstatKind(file: string): Promise<FileKind | null> {
   try {
@@ -81,6 +105,8 @@ export class DescriptorFile {
     /** For callers that write with plain fd calls (the journal); the methods below are the usual way. */
     readonly fd: number,
     readonly openedAs: Stats,
+    /** Its path, for the errors that name it. */
+    readonly file: string = 'a store file',
   ) {}
 
   async stat(): Promise<Stats> {
@@ -113,6 +139,7 @@ export class DescriptorFile {
     let position = 0;
     // The size at open is only a first guess: reading goes on to the end.
     for (let size = Math.max(this.openedAs.size, 0) + 1; ; size = 64 * 1024) {
+      checkWholeFileSize(this.file, Math.max(position, size - 1));
       const chunk = Buffer.allocUnsafe(size);
       const bytesRead = readSync(this.fd, chunk, 0, size, position);
       if (bytesRead === 0) break;
@@ -145,7 +172,7 @@ export function openRegularDescriptor(file: string, flags: number, mode?: number
     closeSync(fd);
     throw err;
   }
-  return new DescriptorFile(fd, openedAs);
+  return new DescriptorFile(fd, openedAs, file);
 }
 
 /** lstatKind() for synchronous callers; null also when the answer cannot be had. */

@@ -7,6 +7,7 @@ import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { MAX_JSON_DEPTH, SwitchboardError, errnoOf, jsonDepthExceeds, nodeCrypto } from '../core/index.js';
 import { asStoredEntry, type SessionStore } from './session-entry.js';
+import { isTooLargeToRead } from './regular-file.js';
 import { fileSystemFor, type StoreFileSystem } from './store-fs.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -151,6 +152,7 @@ export async function readStoreBytes(fs: StoreFileSystem, storePath: string): Pr
     return await fs.readFile(storePath);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
+    if (isTooLargeToRead(err)) throw storeCorrupt(storePath, String(err.details!.reason), Number(err.details!.sizeBytes));
     throw ioError(err, 'read', storePath);
   }
 }

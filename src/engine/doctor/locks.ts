@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { describeSchemaErrors, schemaValidator } from '../../config/index.js';
-import { FILE_LOCK_ORPHAN_GRACE_MS, describeHolder, listLocks, mayTakeOver, releaseLock, type LockInfo } from '../../store/index.js';
+import { FILE_LOCK_ORPHAN_GRACE_MS, describeHolder, isTooLargeToRead, listLocks, mayTakeOver, releaseLock, type LockInfo } from '../../store/index.js';
 import { readOrNull } from './files.js';
 import type { StoreCheck } from './store-check.js';
 
@@ -90,6 +90,7 @@ async function ownerRecordProblem(lockPath: string): Promise<string | null> {
   try {
     bytes = await readOrNull(path.join(lockPath, 'owner.json'));
   } catch (err) {
+    if (isTooLargeToRead(err)) return String(err.details!.reason);
     if (err instanceof SwitchboardError && err.code === 'STORE_CORRUPT') return 'not a regular file';
     throw err;
   }

@@ -6,7 +6,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../../core/index.js';
 import { describeSchemaErrors, schemaValidator } from '../../config/index.js';
-import { describeFileKind, lstatKind, parseSessionStore, repeatedTopLevelKeys, serializeSessionStore, withLock, type SessionStore } from '../../store/index.js';
+import { describeFileKind, isTooLargeToRead, lstatKind, parseSessionStore, repeatedTopLevelKeys, serializeSessionStore, withLock, type SessionStore } from '../../store/index.js';
 import { rememberRecordedIds } from './recorded-ids.js';
 import { keepLinkTarget, keepOriginal, readOrNull, replaceWholeFile, statOrNull } from './files.js';
 import type { DoctorChange, RepairOutcome } from './report.js';
@@ -28,7 +28,15 @@ export async function checkStoreFile(doc: StoreCheck): Promise<void> {
     if (doc.repair && kind !== 'directory') await doc.attempt([problem], () => restoreStore(doc));
     return;
   }
-  const bytes = await readOrNull(storePath);
+  let bytes: Buffer | null;
+  try {
+    bytes = await readOrNull(storePath);
+  } catch (err) {
+    if (!isTooLargeToRead(err)) throw err;
+    const problem = doc.problem({ kind: 'store-corrupt', file: storePath, message: `${String(err.details!.reason)}; orphaned and missing transcripts are checked once it is readable`, repairable: true });
+    if (doc.repair) await doc.attempt([problem], () => restoreStore(doc));
+    return;
+  }
   if (bytes === null) {
     const hasBackup = (await statOrNull(`${storePath}.bak`)) !== null;
     if (!hasBackup && doc.scans.size === 0) {
@@ -128,7 +136,7 @@ export async function checkStoreSchema(doc: StoreCheck): Promise<void> {
 async function goodBackup(doc: StoreCheck): Promise<SessionStore | null> {
   const backupPath = `${doc.location.storePath}.bak`;
   const bytes = await readOrNull(backupPath).catch((err: unknown) => {
-    if (err instanceof SwitchboardError && err.code === 'STORE_CORRUPT') return null; // a link or FIFO: not a backup
+    if (err instanceof SwitchboardError && err.code === 'STORE_CORRUPT') return null; // a link, a FIFO or too large: not a backup
     throw err;
   });
   if (bytes === null) return null;
@@ -154,7 +162,16 @@ export function restoreStore(doc: StoreCheck): Promise<RepairOutcome> {
     const kind = await lstatKind(storePath);
     if (kind === 'directory') throw new SwitchboardError('STORE_CORRUPT', `${storePath} is a folder; left it alone`, { hint: 'move it away by hand' });
     // A link or FIFO is never opened as the store: only a link's target bytes are copied aside.
-    const current = kind === 'file' ? await readOrNull(storePath) : null;
+    // A file too large to read whole is damaged as it is, and its bytes are copied aside too.
+    let tooLarge = false;
+    const current =
+      kind === 'file'
+        ? await readOrNull(storePath).catch((err: unknown) => {
+            if (!isTooLargeToRead(err)) throw err;
+            tooLarge = true;
+            return null;
+          })
+        : null;
     if (current !== null) {
       try {
         doc.store = parseSessionStore(current, storePath);
@@ -165,7 +182,7 @@ export function restoreStore(doc: StoreCheck): Promise<RepairOutcome> {
     }
     const changes: DoctorChange[] = [];
     let backup: string | undefined;
-    if (current !== null) {
+    if (current !== null || tooLarge) {
       backup = await keepOriginal(storePath, 'corrupt', doc.now());
       changes.push({ action: 'kept', file: backup, from: storePath });
     } else if (kind === 'symlink') {
