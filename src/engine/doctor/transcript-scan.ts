@@ -37,11 +37,21 @@ export interface TranscriptScan {
 }
 
 /**
+ * Where a repair copies the records a scan keeps: whole lines, and the lines too long to parse
+ * piece by piece as they are read (then ended), so that such a line is never held in memory.
+ */
+export interface LineKeeper {
+  line(bytes: Buffer): Promise<void>;
+  part(bytes: Buffer): Promise<void>;
+  endLine(): Promise<void>;
+}
+
+/**
  * Streams a transcript line by line, keeping every line's exact bytes (readTranscript decodes
  * lines and does not number them; a repair must copy records byte for byte and name the lines it
  * drops). `keep` receives every line that parses as a record. Null when the file is gone.
  */
-export async function scanTranscript(file: string, keep?: (line: Buffer) => Promise<void>): Promise<TranscriptScan | null> {
+export async function scanTranscript(file: string, keep?: LineKeeper): Promise<TranscriptScan | null> {
   let fh: FileHandle;
   try {
     fh = await openRegularFile(file, fsConstants.O_RDONLY); // a name swapped for a link or FIFO since the listing: refused
@@ -67,17 +77,23 @@ export async function scanTranscript(file: string, keep?: (line: Buffer) => Prom
       invalid: { count: 0, lines: [], first: null },
     };
     let sawRecord = false;
-    for await (const { number, bytes, terminated } of splitLines(fh)) {
-      if (bytes.length > MAX_PARSE_BYTES) {
+    for await (const item of splitLines(fh)) {
+      if ('part' in item) {
+        if (keep) await keep.part(item.part);
+        continue;
+      }
+      const { number, terminated } = item;
+      if (item.bytes === undefined) {
         // Too long to judge: kept (never drop what might be a record), reported as unverifiable.
         scan.records += 1;
         if (!sawRecord) scan.headerProblem = `line ${number}: the first record is too long to check`;
         sawRecord = true;
         addLine(scan.invalid, number);
-        scan.invalid.first ??= `line ${number}: too long to check (${bytes.length} bytes)`;
-        if (keep) await keep(bytes);
+        scan.invalid.first ??= `line ${number}: too long to check (${item.length} bytes)`;
+        if (keep) await keep.endLine();
         continue;
       }
+      const bytes = item.bytes;
       const text = bytes.toString('utf8');
       if (text.trim() === '') continue;
       // What transcript readers count as a record (a line they skip is malformed here).
@@ -88,7 +104,7 @@ export async function scanTranscript(file: string, keep?: (line: Buffer) => Prom
         continue;
       }
       scan.records += 1;
-      if (keep) await keep(bytes);
+      if (keep) await keep.line(bytes);
       if (!sawRecord) {
         sawRecord = true;
         if (record.type === 'session') {
@@ -125,26 +141,64 @@ function addLine(list: { count: number; lines: number[] }, line: number): void {
   if (list.lines.length < MAX_LINES_LISTED) list.lines.push(line);
 }
 
-/** Lines as exact bytes without their `\n`; the last one may be unterminated (a torn tail). */
-async function* splitLines(fh: FileHandle): AsyncGenerator<{ number: number; bytes: Buffer; terminated: boolean }> {
+type ScannedLine =
+  | { number: number; bytes: Buffer; terminated: boolean }
+  /** A piece of a line over MAX_PARSE_BYTES, in order; the line's end follows. */
+  | { part: Buffer }
+  /** The end of a line over MAX_PARSE_BYTES (its pieces came before it). */
+  | { number: number; bytes?: undefined; terminated: boolean; length: number };
+
+/**
+ * Lines as exact bytes without their `\n`; the last one may be unterminated (a torn tail). A line
+ * over MAX_PARSE_BYTES comes as its pieces, as they are read, then its end: holding it whole (and
+ * a copy of it, to join the chunks) took twice its size in memory, 6 GB for a 3 GB sparse file.
+ */
+async function* splitLines(fh: FileHandle): AsyncGenerator<ScannedLine> {
   let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  /** Bytes of the current line given out as pieces (0: it is still held in `pending`). */
+  let streamed = 0;
   let number = 0;
+  const take = function* (part: Buffer): Generator<ScannedLine> {
+    if (streamed > 0) {
+      streamed += part.length;
+      yield { part };
+      return;
+    }
+    pending.push(part);
+    pendingBytes += part.length;
+    if (pendingBytes <= MAX_PARSE_BYTES) return;
+    for (const held of pending) yield { part: held };
+    streamed = pendingBytes;
+    pending = [];
+    pendingBytes = 0;
+  };
+  const end = (terminated: boolean): ScannedLine => {
+    const line: ScannedLine = streamed > 0 ? { number, terminated, length: streamed } : { number, bytes: Buffer.concat(pending, pendingBytes), terminated };
+    pending = [];
+    pendingBytes = 0;
+    streamed = 0;
+    return line;
+  };
   for await (const chunk of fh.createReadStream({ highWaterMark: READ_CHUNK_BYTES, autoClose: false }) as AsyncIterable<Buffer>) {
     let start = 0;
     for (let newline = chunk.indexOf(NEWLINE, start); newline !== -1; newline = chunk.indexOf(NEWLINE, start)) {
-      pending.push(chunk.subarray(start, newline));
+      yield* take(chunk.subarray(start, newline));
       number += 1;
-      yield { number, bytes: Buffer.concat(pending), terminated: true };
-      pending = [];
+      yield end(true);
       start = newline + 1;
     }
-    if (start < chunk.length) pending.push(Buffer.from(chunk.subarray(start)));
+    // Copied: the stream may reuse its chunk's memory for the next read.
+    if (start < chunk.length) yield* take(Buffer.from(chunk.subarray(start)));
   }
-  if (pending.length > 0) yield { number: number + 1, bytes: Buffer.concat(pending), terminated: false };
+  if (pendingBytes > 0 || streamed > 0) {
+    number += 1;
+    yield end(false);
+  }
 }
 
 /** Gathers record lines and writes them in large chunks. */
-export class ChunkedWriter {
+export class ChunkedWriter implements LineKeeper {
   private parts: Buffer[] = [];
   private size = 0;
   private static readonly NEWLINE_BYTES = Buffer.from('\n');
@@ -152,9 +206,18 @@ export class ChunkedWriter {
   constructor(private readonly fh: FileHandle) {}
 
   async line(bytes: Buffer): Promise<void> {
-    this.parts.push(bytes, ChunkedWriter.NEWLINE_BYTES);
-    this.size += bytes.length + 1;
+    await this.part(bytes);
+    await this.endLine();
+  }
+
+  async part(bytes: Buffer): Promise<void> {
+    this.parts.push(bytes);
+    this.size += bytes.length;
     if (this.size >= WRITE_CHUNK_BYTES) await this.flush();
+  }
+
+  async endLine(): Promise<void> {
+    await this.part(ChunkedWriter.NEWLINE_BYTES);
   }
 
   async flush(): Promise<void> {

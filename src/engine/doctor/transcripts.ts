@@ -99,7 +99,7 @@ function repairTranscript(doc: StoreCheck, scan: TranscriptScan): Promise<Repair
       const fh = await fsp.open(temp, 'wx', FILE_MODE);
       try {
         const writer = new ChunkedWriter(fh);
-        fresh = await scanTranscript(file, (line) => writer.line(line));
+        fresh = await scanTranscript(file, writer);
         await writer.flush();
         await fh.sync();
       } finally {
