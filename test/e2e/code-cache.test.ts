@@ -70,3 +70,12 @@ test('the built bundle has caches this node accepts for the chunks a command loa
   assert.ok(stats.fromCache > 0, `no chunk came from a cache: ${run.stdout}`);
   assert.equal(stats.rejected, 0, `V8 refused caches the build made: ${run.stdout}`);
 });
+
+test('a chunk that starts with "use strict" runs in strict mode, from source and from its cache', () => {
+  const dir = makeBundle();
+  // The bundle's chunks start with the directive (ES modules are strict); the loader's wrapper must keep it a directive.
+  fs.writeFileSync(path.join(dir, 'part.js'), '"use strict";\nexports.word = function () { return this === undefined ? "strict" : "sloppy"; };\n');
+  fs.writeFileSync(path.join(dir, 'main.js'), '"use strict";\nconst { word } = require("./part.js"); exports.answer = () => `main+${word()}`;\n');
+  assert.equal(load(dir, 'write').answer, 'main+strict');
+  assert.deepEqual(load(dir), { answer: 'main+strict', stats: { fromCache: 2, compiled: 0, rejected: 0 } });
+});
