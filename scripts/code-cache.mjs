@@ -1,4 +1,5 @@
-// Build step, after bundle.mjs: makes the V8 code caches bin/load-bundle.cjs starts commands from.
+// Build step, after bundle.mjs: makes the V8 code caches bin/load-bundle.cjs starts commands from
+// (for the bundle's chunks and the schema validators).
 // A few everyday commands run with SWITCHBOARD_CODE_CACHE=write in a scratch state dir; each saves,
 // at exit, the code of every chunk it loaded as compiled by then (a later run starts from the
 // earlier one's cache, so the caches add up). A chunk no run loaded has no cache and is compiled

@@ -17,8 +17,8 @@ interface Loaded {
 }
 
 /** Loads `dir`'s main.js in a fresh node through the launcher's loader; what it exported and how its chunks were compiled. */
-function load(dir: string, mode: 'read' | 'write' = 'read'): Loaded {
-  const script = `const { exports, stats } = require(${JSON.stringify(LOADER)}).loadBundle(${JSON.stringify(dir)}, ${JSON.stringify(mode)}); process.stdout.write(JSON.stringify({ answer: exports.answer(), stats }));`;
+function load(dir: string, mode: 'read' | 'write' = 'read', alsoCached: string[] = []): Loaded {
+  const script = `const { exports, stats } = require(${JSON.stringify(LOADER)}).loadBundle(${JSON.stringify(dir)}, ${JSON.stringify(mode)}, ${JSON.stringify(alsoCached)}); process.stdout.write(JSON.stringify({ answer: exports.answer(), stats }));`;
   const run = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
   assert.equal(run.status, 0, run.stderr);
   return JSON.parse(run.stdout) as Loaded;
@@ -39,6 +39,19 @@ test('chunks start from the caches a write run made, and give the same answers',
   assert.deepEqual(load(dir, 'write').stats, { fromCache: 0, compiled: 2, rejected: 0 });
   assert.ok(fs.existsSync(path.join(dir, 'part.js.cache')), 'the write run saved a cache per chunk');
   assert.deepEqual(load(dir), { answer: 'main+old', stats: { fromCache: 2, compiled: 0, rejected: 0 } });
+});
+
+test('files of the other cached folders (the validators, .cjs) start from caches too; files elsewhere never', () => {
+  const dir = makeBundle();
+  const side = tempDir();
+  const elsewhere = tempDir();
+  fs.writeFileSync(path.join(side, 'check.cjs'), 'exports.ok = () => "checked";\n');
+  fs.writeFileSync(path.join(elsewhere, 'other.cjs'), 'exports.ok = () => "other";\n');
+  fs.writeFileSync(path.join(dir, 'main.js'), `const a = require(${JSON.stringify(path.join(side, 'check.cjs'))}); const b = require(${JSON.stringify(path.join(elsewhere, 'other.cjs'))}); exports.answer = () => a.ok() + b.ok();\n`);
+  load(dir, 'write', [side]);
+  assert.ok(fs.existsSync(path.join(side, 'check.cjs.cache')));
+  assert.ok(!fs.existsSync(path.join(elsewhere, 'other.cjs.cache')), 'a file outside the cached folders is loaded the usual way');
+  assert.deepEqual(load(dir, 'read', [side]), { answer: 'checkedother', stats: { fromCache: 2, compiled: 0, rejected: 0 } });
 });
 
 test('a chunk edited after its cache was made runs its new code (same length, new mtime)', () => {
