@@ -19,7 +19,7 @@ import {
 } from '../engine/index.js';
 import { normalizeExplicitSessionKey, normalizeRouteInput, resolveRoute, type ResolvedRoute } from '../routing/index.js';
 import type { ClientConnection } from './connection.js';
-import { badRequest, optionalBooleanParam, optionalCountParam, optionalStringParam, requiredStringParam, type Op, type Push } from './protocol.js';
+import { badRequest, onlyParams, optionalBooleanParam, optionalCountParam, optionalStringParam, requiredStringParam, type Op, type Push } from './protocol.js';
 
 /** What an op may ask of the server around it. */
 export interface OpHost {
@@ -156,6 +156,8 @@ function subscriptionOf(client: ClientConnection): 'all' | string[] | null {
 
 /** `{sessionKey?}`: events of that session from now on, or of every session without one. */
 function subscribe(params: Record<string, unknown>, ctx: OpContext): { subscribed: 'all' | string[] | null } {
+  // Without a key is every session: a mistyped one must not quietly mean that.
+  onlyParams(params, ['sessionKey']);
   const raw = optionalStringParam(params, 'sessionKey');
   if (raw === undefined) {
     ctx.client.subscription = 'all';
@@ -168,6 +170,7 @@ function subscribe(params: Record<string, unknown>, ctx: OpContext): { subscribe
 
 /** `{sessionKey?}`: stop that session's events, or all of them. */
 function unsubscribe(params: Record<string, unknown>, ctx: OpContext): { subscribed: 'all' | string[] | null } {
+  onlyParams(params, ['sessionKey']);
   const raw = optionalStringParam(params, 'sessionKey');
   const current = ctx.client.subscription;
   if (raw === undefined || current === null) {

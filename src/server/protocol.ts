@@ -110,6 +110,16 @@ export function optionalStringParam(params: Record<string, unknown>, name: strin
   return value;
 }
 
+/**
+ * Refuses params other than `known`: for ops where an ignored, mistyped one changes what the op
+ * does (`subscribe` with `sessionKeys` would subscribe to every session).
+ */
+export function onlyParams(params: Record<string, unknown>, known: readonly string[]): void {
+  // A request's params are its own fields beside `id` and `op`.
+  const unknown = Object.keys(params).filter((name) => name !== 'id' && name !== 'op' && !known.includes(name));
+  if (unknown.length > 0) throw badRequest(`unknown param${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => JSON.stringify(name)).join(', ')} (this op takes ${known.map((name) => `"${name}"`).join(', ')})`);
+}
+
 export function requiredStringParam(params: Record<string, unknown>, name: string): string {
   const value = optionalStringParam(params, name);
   if (value === undefined) throw badRequest(`"${name}" is required`);

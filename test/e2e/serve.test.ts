@@ -528,6 +528,11 @@ describe('requests', { timeout: 60_000 }, () => {
     const heard = await listener.next();
     assert.deepEqual([heard.event, heard.messageId], ['result', 'sub-c']);
     listener.close();
+    // A mistyped param is refused, not ignored: without "sessionKey" a subscribe means every session.
+    for (const op of ['subscribe', 'unsubscribe'] as const) {
+      await assert.rejects(watcher.request(op, { sessionKeys: ['agent:main:direct:sub-2'] }), (err: any) => err.code === 'BAD_INPUT' && /"sessionKeys"/.test(err.message));
+    }
+    assert.deepEqual(await watcher.request('subscribe', { sessionKey: 'agent:main:direct:sub-1' }), { subscribed: ['agent:main:direct:sub-1'] }, 'the refused requests changed nothing');
     assert.deepEqual(await watcher.request('unsubscribe', {}), { subscribed: null });
     await sender.request('ingest', { message: { channel: 'telegram', peer: 'direct:sub-1', text: 'after unsubscribe' } });
     await watcher.request('status');
