@@ -34,6 +34,11 @@ export function expandHome(value: string, homeDir: string = os.homedir()): strin
 export function resolveStateDir(options: StateDirOptions = {}): string {
   const env = options.env ?? process.env;
   const homeDir = options.homeDir ?? os.homedir();
+  // As `--state-dir " "` is refused: a blank value would be a folder named by spaces in the current directory.
+  const fromEnv = env[STATE_DIR_ENV];
+  if (fromEnv !== undefined && fromEnv !== '' && fromEnv.trim() === '' && (options.stateDir === undefined || options.stateDir === '')) {
+    throw new SwitchboardError('USAGE', `${STATE_DIR_ENV} is blank`, { hint: `unset it, or set it to the state directory's path` });
+  }
   const chosen =
     options.stateDir !== undefined && options.stateDir !== ''
       ? options.stateDir

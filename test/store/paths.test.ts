@@ -53,6 +53,13 @@ describe('state dir', () => {
     assert.equal(resolveStateDir({ stateDir: 'rel/dir', env: {}, homeDir: HOME }), path.resolve('rel/dir'));
   });
 
+  test('a blank $SWITCHBOARD_STATE_DIR is a usage error, as a blank --state-dir is (never a folder named by spaces)', () => {
+    for (const blank of [' ', '  \t']) {
+      assert.throws(() => resolveStateDir({ env: { SWITCHBOARD_STATE_DIR: blank }, homeDir: HOME }), (err: any) => err.code === 'USAGE' && /SWITCHBOARD_STATE_DIR/.test(err.message));
+    }
+    assert.equal(resolveStateDir({ stateDir: '/from/flag', env: { SWITCHBOARD_STATE_DIR: ' ' }, homeDir: HOME }), '/from/flag', 'the flag wins over it');
+  });
+
   test('a NUL byte in the state dir is BAD_INPUT', () => {
     assert.throws(() => resolveStateDir({ stateDir: '/tmp/a\0b', env: {}, homeDir: HOME }), isBadInput);
   });
