@@ -14,7 +14,6 @@ import {
   type CleanupStoreResult,
   type CleanupStoreSummary,
   type MaintainReport,
-  type StoreSelection,
 } from '../engine/index.js';
 import type { CleanupPlan, PlannedSession } from '../policy/index.js';
 import type { StoreLocation } from '../store/index.js';
@@ -23,6 +22,7 @@ import { formatAge, formatBytes, table } from './format.js';
 import { writeJsonLine } from './output.js';
 import { beforeResetText, expiredText } from './format.js';
 import { progressFor } from './progress.js';
+import { storeSelection } from './store-selection.js';
 
 interface CleanupFlags {
   agent?: string;
@@ -34,11 +34,6 @@ interface CleanupFlags {
   fixMissing?: boolean;
 }
 
-function selectionOf(flags: CleanupFlags): StoreSelection {
-  const chosen = [flags.agent !== undefined, flags.allAgents === true, flags.store !== undefined].filter(Boolean).length;
-  if (chosen > 1) throw new SwitchboardError('USAGE', '--agent, --all-agents and --store exclude each other');
-  return { agent: flags.agent, allAgents: flags.allAgents, storePath: flags.store };
-}
 
 /** Cleanup's stages as progress lines: "main: scan [####....] 300/1200". */
 function cleanupProgress(ctx: CliContext): { onProgress: (progress: CleanupProgress) => void; done: () => Promise<void> } {
@@ -51,7 +46,7 @@ function cleanupProgress(ctx: CliContext): { onProgress: (progress: CleanupProgr
 
 export async function runCleanup(ctx: CliContext): Promise<number> {
   const flags = ctx.options as unknown as CleanupFlags;
-  const selection = selectionOf(flags);
+  const selection = storeSelection(flags);
   const progress = cleanupProgress(ctx);
   const plans = new Map<string, CleanupPlan>();
   let report;

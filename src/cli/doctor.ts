@@ -3,13 +3,14 @@
 
 import path from 'node:path';
 import type { Command } from 'commander';
-import { EXIT_CODES, SwitchboardError } from '../core/index.js';
-import { runDoctor, type DoctorProblem, type DoctorReport, type StoreSelection } from '../engine/index.js';
+import { EXIT_CODES } from '../core/index.js';
+import { runDoctor, type DoctorProblem, type DoctorReport } from '../engine/index.js';
 import { checkConfigSettings } from './config.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { writeJsonLine, type Painter } from './output.js';
 import { progressFor } from './progress.js';
+import { addSelectionFlags, storeSelection } from './store-selection.js';
 
 /** Exit status when problems remain (bad data / corrupt store, as in cli.md). */
 const PROBLEMS_EXIT_CODE = 65;
@@ -23,14 +24,12 @@ interface DoctorFlags {
 }
 
 export function registerDoctorCommand(program: Command, hooks: ProgramHooks): void {
-  program
+  const command = program
     .command('doctor')
     .description('check config, sessions.json, transcripts and locks against store-format; --repair fixes what it can, keeping the original bytes')
     .option('--repair', 'fix what can be fixed: torn/malformed transcripts, corrupt sessions.json, orphans, missing transcripts, stale locks, leftovers')
-    .option('--fix', 'same as --repair (the name OpenClaw\'s doctor uses)')
-    .option('--agent <id>', "only this agent's store")
-    .option('--all-agents', 'every configured agent and every agent folder in the state dir (the default)')
-    .option('--store <path>', 'only this sessions.json file')
+    .option('--fix', 'same as --repair (the name OpenClaw\'s doctor uses)');
+  addSelectionFlags(command, { agent: "only this agent's store", allAgents: 'every configured agent and every agent folder in the state dir (the default)', store: 'only this sessions.json file' })
     .addHelpText(
       'after',
       `
@@ -44,15 +43,10 @@ Example:
     .action(hooks.action((ctx: CliContext) => runDoctorCommand(ctx)));
 }
 
-function selectionOf(flags: DoctorFlags): StoreSelection {
-  const chosen = [flags.agent !== undefined, flags.allAgents === true, flags.store !== undefined].filter(Boolean).length;
-  if (chosen > 1) throw new SwitchboardError('USAGE', '--agent, --all-agents and --store exclude each other');
-  return { agent: flags.agent, allAgents: flags.allAgents, storePath: flags.store };
-}
 
 async function runDoctorCommand(ctx: CliContext): Promise<number> {
   const flags = ctx.options as unknown as DoctorFlags;
-  const selection = selectionOf(flags);
+  const selection = storeSelection(flags);
   const loaded = await ctx.config();
   // The config is checked as `config validate` checks it: a doctor that says "ok" to a file every
   // command using the bad setting refuses would send the user looking in the wrong place.

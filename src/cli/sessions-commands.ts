@@ -26,16 +26,14 @@ function collect(value: string, previous: string[] = []): string[] {
 }
 
 function registerCleanupCommand(sessions: Command, hooks: ProgramHooks): void {
-  sessions
+  const command = sessions
     .command('cleanup')
     .description('prune stale, missing and surplus sessions, purge old archives, rotate the store, enforce the disk budget')
     .option('--dry-run', 'show the plan (table of sessions with their action); change nothing')
     .option('--enforce', 'apply the plan even if session.maintenance.mode is "warn"')
     .option('--active-key <key>', 'never remove this session (repeatable)', collect)
-    .option('--fix-missing', 'also remove entries whose transcript file is missing')
-    .option('--agent <id>', "the agent's store (default: the default agent)")
-    .option('--all-agents', 'every configured agent (a failing store is reported, the others still run)')
-    .option('--store <path>', 'a sessions.json file')
+    .option('--fix-missing', 'also remove entries whose transcript file is missing');
+  addSelectionFlags(command, { allAgents: 'every configured agent (a failing store is reported, the others still run)' })
     .addHelpText(
       'after',
       `

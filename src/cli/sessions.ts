@@ -7,25 +7,12 @@ import { listSessions, type StoreSelection } from '../engine/index.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks, Registration } from './main.js';
 import { writeJsonLine } from './output.js';
+import { addSelectionFlags, storeSelection, type SelectionFlags } from './store-selection.js';
 
-interface SelectionFlags {
-  agent?: string;
-  allAgents?: boolean;
-  store?: string;
-}
-
-export function addSelectionFlags(command: Command): Command {
-  return command
-    .option('--agent <id>', "the agent's store (default: the default agent)")
-    .option('--all-agents', 'every configured agent')
-    .option('--store <path>', 'a sessions.json file');
-}
+export { addSelectionFlags };
 
 export function selectionOf(ctx: CliContext): StoreSelection {
-  const flags = ctx.options as unknown as SelectionFlags;
-  const chosen = [flags.agent !== undefined, flags.allAgents === true, flags.store !== undefined].filter(Boolean).length;
-  if (chosen > 1) throw new SwitchboardError('USAGE', '--agent, --all-agents and --store exclude each other');
-  return { agent: flags.agent, allAgents: flags.allAgents, storePath: flags.store };
+  return storeSelection(ctx.options as SelectionFlags);
 }
 
 /** Rows a listing shows unless --limit says otherwise. */

@@ -17,6 +17,22 @@ describe('cli contract', () => {
     assert.equal(r.stdout, '');
   });
 
+  test('a blank --agent or --store is USAGE wherever a command selects stores (never the default agent)', async () => {
+    const state = tempDir();
+    for (const args of [
+      ['sessions', '--agent', ''],
+      ['sessions', '--agent', '  '],
+      ['sessions', 'show', 'agent:main:main', '--agent', ''],
+      ['sessions', 'cleanup', '--dry-run', '--store', ''],
+      ['doctor', '--agent', ''],
+      ['doctor', '--agent', 'main', '--all-agents'],
+    ]) {
+      const r = await runCli([...args, '--state-dir', state, '--json']);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(JSON.parse(r.stderr.trim()).error.code, 'USAGE');
+    }
+  });
+
   test('with --json every error on stderr is one object {error: {code, message, hint}}, whatever failed', async () => {
     const state = tempDir();
     const cases: [string[], string, number][] = [
