@@ -42,8 +42,8 @@ export function parseRecord(line: Buffer | string): TranscriptRecord | null {
 /**
  * The readable text of a message's `content`, whichever form it has: switchboard and OpenClaw's
  * embedded runs write a list of blocks, OpenClaw's CLI backends, webchat and `openclaw agent` a
- * plain string. Non-text blocks show as `[type]`; anything else yields '' (a reader never throws
- * on what another writer put there).
+ * plain string. Non-text blocks show as `[type]` (`[?]` without a type); anything else yields ''
+ * (a reader never throws on what another writer put there).
  */
 export function messageContentText(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -53,7 +53,9 @@ export function messageContentText(content: unknown): string {
       if (typeof part === 'string') return part;
       if (typeof part !== 'object' || part === null) return '';
       const block = part as { type?: unknown; text?: unknown };
-      return block.type === 'text' && typeof block.text === 'string' ? block.text : `[${String(block.type)}]`;
+      if (block.type === 'text' && typeof block.text === 'string') return block.text;
+      // A block of no (string) type, such as a nested list another writer put there, is still shown as one.
+      return typeof block.type === 'string' && block.type !== '' ? `[${block.type}]` : '[?]';
     })
     .filter((text) => text !== '')
     .join(' ');

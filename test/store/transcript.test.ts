@@ -11,6 +11,7 @@ import {
   appendToTranscript,
   loadTranscript,
   lockPathFor,
+  messageContentText,
   readTranscript,
   transcriptStats,
   withLock,
@@ -342,4 +343,13 @@ describe('P6: several processes append to one transcript at once', () => {
       assert.deepEqual(new Set(mine.map((e) => e.id)), acked);
     }
   });
+});
+
+test('messageContentText shows every kind of content another writer may leave, never "[undefined]"', () => {
+  assert.equal(messageContentText('plain'), 'plain');
+  assert.equal(messageContentText([{ type: 'text', text: 'a' }, { type: 'image' }, 'b']), 'a [image] b');
+  // A nested list, a block without a type or with a non-string one: shown as a block of unknown type.
+  assert.equal(messageContentText([['x'], { text: 'no type' }, { type: 5 }, { type: '' }]), '[?] [?] [?] [?]');
+  assert.equal(messageContentText([null, 3]), '');
+  assert.equal(messageContentText({ type: 'text' }), '');
 });
