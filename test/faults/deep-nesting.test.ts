@@ -4,12 +4,11 @@
 // Messages and configs were already refused past MAX_JSON_DEPTH; store files follow that bound.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
-import { BIN, jsonLines, runCli, tempDir } from '../helpers.js';
+import { jsonLines, runCli, tempDir } from '../helpers.js';
+import { startFollower } from '../fixtures/follower.js';
 
 /** A JSON array nested `depth` levels deep, as text (JSON.stringify itself could not make it). */
 const nestedArray = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
@@ -81,27 +80,18 @@ describe('a transcript line nested too deep', () => {
 
   test('--follow --raw skips one appended later and goes on with the next record', async () => {
     const { state, transcript } = await oneSession();
-    const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1' };
-    for (const key of Object.keys(env)) if (key.startsWith('SWITCHBOARD_')) delete env[key];
-    const child = spawn(process.execPath, [BIN, 'sessions', 'transcript', 'agent:main:main', '--follow', '--raw', '--state-dir', state], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    const until = async (what: string, ok: () => boolean): Promise<void> => {
-      for (let i = 0; i < 200 && !ok() && child.exitCode === null; i++) await sleep(50);
-      assert.ok(ok(), `${what}; stdout: ${out}; stderr: ${err}`);
-    };
+    const follower = startFollower(['sessions', 'transcript', 'agent:main:main', '--follow', '--raw', '--state-dir', state]);
+    const { until } = follower;
+    let code: number | null = null;
     try {
-      await until('the existing records are printed', () => out.includes('"hello"'));
+      await until('the existing records are printed', () => follower.out().includes('"hello"'));
       fs.appendFileSync(transcript, `${deepRecord}\n`);
       assert.equal((await runCli(['send', 'after the deep line', '--channel', 'telegram', '--state-dir', state])).code, 0);
-      await until('the record after it is printed', () => out.includes('after the deep line'));
+      await until('the record after it is printed', () => follower.out().includes('after the deep line'));
     } finally {
-      child.kill('SIGINT');
+      code = await follower.stop();
     }
-    assert.equal(await exited, 0, err);
-    assert.doesNotMatch(err, /internal error|RangeError/);
+    assert.equal(code, 0, follower.err());
+    assert.doesNotMatch(follower.err(), /internal error|RangeError/);
   });
 });
