@@ -38,7 +38,7 @@ export function selectStores(ctx: EngineContext, selection: StoreSelection = {})
   }
   const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
   const stored = agentIds.map((id) => storeFor(ctx, id));
-  if (selection.agent) checkNamedAgent(ctx, stored[0]!);
+  if (selection.agent) checkNamedAgent(ctx, stored[0]!, selection.agent);
   // A server's incognito sessions are part of what it shows (they exist nowhere else).
   const { incognitoRoot } = ctx;
   return incognitoRoot === undefined ? stored : [...stored, ...agentIds.map((id) => incognitoStoreFor(incognitoRoot, id))];
@@ -48,10 +48,12 @@ export function selectStores(ctx: EngineContext, selection: StoreSelection = {})
  * `--agent X` names a configured agent, or one whose store is still on disk (an agent removed from
  * the config keeps its sessions): anything else is a typo, and an empty listing would hide it.
  */
-function checkNamedAgent(ctx: EngineContext, location: StoreLocation): void {
+function checkNamedAgent(ctx: EngineContext, location: StoreLocation, asGiven: string): void {
   const known = knownAgentIds(ctx);
   if (known.includes(location.agentId) || fs.existsSync(location.storePath)) return;
-  throw new SwitchboardError('NOT_FOUND', `no agent "${location.agentId}": not configured (known: ${known.join(', ')}) and no store at ${location.storePath}`, {
+  // Ids are normalised (`../x` is read as `x`): the message says what was typed too.
+  const named = asGiven === location.agentId ? `"${asGiven}"` : `${JSON.stringify(asGiven)} (read as "${location.agentId}")`;
+  throw new SwitchboardError('NOT_FOUND', `no agent ${named}: not configured (known: ${known.join(', ')}) and no store at ${location.storePath}`, {
     hint: 'see the configured agents with `switchboard config show`, or list every store with `switchboard sessions --all-agents`',
     details: { agentId: location.agentId, known },
   });

@@ -33,6 +33,14 @@ describe('cli contract', () => {
     }
   });
 
+  test('an --agent that names no agent is NOT_FOUND, naming what was typed and how it was read', async () => {
+    const r = await runCli(['sessions', '--agent', '../Zed', '--state-dir', tempDir(), '--json']);
+    assert.equal(r.code, 66);
+    const { error } = JSON.parse(r.stderr.trim());
+    assert.equal(error.code, 'NOT_FOUND');
+    assert.match(error.message, /"\.\.\/Zed" \(read as "zed"\)/);
+  });
+
   test('with --json every error on stderr is one object {error: {code, message, hint}}, whatever failed', async () => {
     const state = tempDir();
     const cases: [string[], string, number][] = [
