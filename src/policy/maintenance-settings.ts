@@ -1,9 +1,8 @@
 // Maintenance settings (store.md "Maintenance"): `session.maintenance` with its defaults, and the
 // schedules of `maintain` and cron retention; bad values are CONFIG_INVALID naming the config path.
 
-import { SwitchboardError } from '../core/index.js';
 import type { SessionConfig, SwitchboardConfig } from '../config/types.js';
-import { parseByteSize, parseDurationMs } from './units.js';
+import { configValueError, parseByteSize, parseDurationMs } from './units.js';
 
 export type MaintenanceMode = 'warn' | 'enforce';
 
@@ -36,11 +35,6 @@ export type MaintenanceConfig = NonNullable<SessionConfig['maintenance']>;
 
 const BASE_PATH = 'session.maintenance';
 
-function configError(path: string, value: unknown, expected: string): never {
-  throw new SwitchboardError('CONFIG_INVALID', `${path}: ${JSON.stringify(value) ?? String(value)} is not ${expected}`, {
-    details: { path, value },
-  });
-}
 
 /** null for "unset" (undefined or null). */
 function isUnset(value: unknown): value is undefined | null {
@@ -57,7 +51,7 @@ function readAmount(value: unknown, fallback: string | number | null, path: stri
   if (value === false) return null;
   const chosen = isUnset(value) ? fallback : value;
   if (chosen === null) return null;
-  if (typeof chosen !== 'string' && typeof chosen !== 'number') configError(path, chosen, `${example} or false`);
+  if (typeof chosen !== 'string' && typeof chosen !== 'number') configValueError(path, chosen, `${example} or false`);
   return positiveOrNull(parse(chosen, path));
 }
 
@@ -75,8 +69,8 @@ function readCount(value: unknown, fallback: number, path: string): number | nul
   let count: number;
   if (typeof chosen === 'number') count = chosen;
   else if (typeof chosen === 'string' && /^\s*[+-]?\d+(?:\.\d+)?\s*$/.test(chosen)) count = Number(chosen);
-  else configError(path, chosen, 'a number of entries');
-  if (!Number.isFinite(count)) configError(path, chosen, 'a finite number of entries');
+  else configValueError(path, chosen, 'a number of entries');
+  if (!Number.isFinite(count)) configValueError(path, chosen, 'a finite number of entries');
   return positiveOrNull(Math.floor(count));
 }
 
@@ -87,13 +81,13 @@ function readCount(value: unknown, fallback: number, path: string): number | nul
  * naming the config path; values of 0 or less switch that limit off.
  */
 export function resolveMaintenanceSettings(config: MaintenanceConfig | undefined | null): MaintenanceSettings {
-  if (!isUnset(config) && (typeof config !== 'object' || Array.isArray(config))) configError(BASE_PATH, config, 'an object');
+  if (!isUnset(config) && (typeof config !== 'object' || Array.isArray(config))) configValueError(BASE_PATH, config, 'an object');
   const raw = (config ?? {}) as Record<string, unknown>;
 
   let mode: MaintenanceMode = 'warn';
   if (!isUnset(raw.mode)) {
     const text = typeof raw.mode === 'string' ? raw.mode.trim().toLowerCase() : raw.mode;
-    if (text !== 'warn' && text !== 'enforce') configError(`${BASE_PATH}.mode`, raw.mode, 'one of warn, enforce');
+    if (text !== 'warn' && text !== 'enforce') configValueError(`${BASE_PATH}.mode`, raw.mode, 'one of warn, enforce');
     mode = text;
   }
 

@@ -4,6 +4,7 @@
 import { MAX_DATE_MS, SwitchboardError } from '../core/index.js';
 import type { ResetConfig, ResetMode, SessionConfig } from '../config/types.js';
 import { hostTimeZone, isValidTimeZone, mostRecentDailyBoundary, nextDailyBoundary } from './zoned-time.js';
+import { configValueError } from './units.js';
 
 export type SessionType = 'direct' | 'group' | 'thread';
 export type StaleReason = 'daily' | 'idle';
@@ -59,11 +60,6 @@ interface ResetBlock {
   timezone?: string;
 }
 
-function configError(path: string, value: unknown, expected: string): never {
-  throw new SwitchboardError('CONFIG_INVALID', `${path}: ${JSON.stringify(value) ?? String(value)} is not ${expected}`, {
-    details: { path, value },
-  });
-}
 
 /** A time-zone setting at `path`: unset → undefined; anything but a known IANA name → CONFIG_INVALID. */
 export function readTimeZone(value: unknown, path: string): string | undefined {
@@ -80,18 +76,18 @@ export function readTimeZone(value: unknown, path: string): string | undefined {
 /** Reads and type-checks one reset block; null/undefined mean "no block". */
 function readResetBlock(value: unknown, path: string): ResetBlock | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object' || Array.isArray(value)) configError(path, value, 'an object');
+  if (typeof value !== 'object' || Array.isArray(value)) configValueError(path, value, 'an object');
   const raw = value as ResetConfig;
   const block: ResetBlock = {};
   if (raw.mode !== undefined && raw.mode !== null) {
     const mode = typeof raw.mode === 'string' ? raw.mode.trim().toLowerCase() : raw.mode;
-    if (!RESET_MODES.includes(mode as ResetMode)) configError(`${path}.mode`, raw.mode, 'one of none, daily, idle');
+    if (!RESET_MODES.includes(mode as ResetMode)) configValueError(`${path}.mode`, raw.mode, 'one of none, daily, idle');
     block.mode = mode as ResetMode;
   }
   for (const field of ['atHour', 'idleMinutes'] as const) {
     const number = raw[field];
     if (number === undefined || number === null) continue;
-    if (typeof number !== 'number' || !Number.isFinite(number)) configError(`${path}.${field}`, number, 'a number');
+    if (typeof number !== 'number' || !Number.isFinite(number)) configValueError(`${path}.${field}`, number, 'a number');
     block[field] = number;
   }
   const timezone = readTimeZone(raw.timezone, `${path}.timezone`);
@@ -131,7 +127,7 @@ export function resolveBeforeReset(session: SessionConfig | undefined): BeforeRe
   if (raw === undefined || raw === null || raw === false) return undefined;
   const settings: BeforeResetSettings = { prompt: DEFAULT_BEFORE_RESET_PROMPT, timeoutMs: DEFAULT_BEFORE_RESET_TIMEOUT_SECONDS * 1000 };
   if (raw === true) return settings;
-  if (typeof raw !== 'object' || Array.isArray(raw)) configError(path, raw, 'true, false or an object {prompt, timeoutSeconds}');
+  if (typeof raw !== 'object' || Array.isArray(raw)) configValueError(path, raw, 'true, false or an object {prompt, timeoutSeconds}');
   const block = raw as Record<string, unknown>;
   for (const key of Object.keys(block)) {
     if (key !== 'prompt' && key !== 'timeoutSeconds') {
@@ -139,12 +135,12 @@ export function resolveBeforeReset(session: SessionConfig | undefined): BeforeRe
     }
   }
   if (block.prompt !== undefined) {
-    if (typeof block.prompt !== 'string' || block.prompt.trim() === '') configError(`${path}.prompt`, block.prompt, 'a non-empty text');
+    if (typeof block.prompt !== 'string' || block.prompt.trim() === '') configValueError(`${path}.prompt`, block.prompt, 'a non-empty text');
     settings.prompt = block.prompt;
   }
   if (block.timeoutSeconds !== undefined) {
     const seconds = block.timeoutSeconds;
-    if (typeof seconds !== 'number' || !Number.isFinite(seconds) || !(seconds > 0)) configError(`${path}.timeoutSeconds`, seconds, 'a number of seconds greater than 0');
+    if (typeof seconds !== 'number' || !Number.isFinite(seconds) || !(seconds > 0)) configValueError(`${path}.timeoutSeconds`, seconds, 'a number of seconds greater than 0');
     settings.timeoutMs = Math.max(1, Math.round(seconds * 1000));
   }
   return settings;
@@ -248,13 +244,13 @@ export function validateResetConfig(session: SessionConfig | undefined): void {
   readResetBlock(session?.reset, 'session.reset');
   const byType = session?.resetByType as Record<string, unknown> | undefined;
   if (byType !== undefined && byType !== null) {
-    if (typeof byType !== 'object' || Array.isArray(byType)) configError('session.resetByType', byType, 'an object');
+    if (typeof byType !== 'object' || Array.isArray(byType)) configValueError('session.resetByType', byType, 'an object');
     for (const name of Object.keys(byType)) readResetBlock(byType[name], `session.resetByType.${name}`);
   }
   const byChannel = session?.resetByChannel as Record<string, unknown> | undefined;
   if (byChannel !== undefined && byChannel !== null) {
     if (typeof byChannel !== 'object' || Array.isArray(byChannel)) {
-      configError('session.resetByChannel', byChannel, 'an object');
+      configValueError('session.resetByChannel', byChannel, 'an object');
     }
     for (const name of Object.keys(byChannel)) readResetBlock(byChannel[name], `session.resetByChannel.${name}`);
   }
@@ -344,13 +340,13 @@ function policyTimeZone(policy: ResetPolicy): string {
 export function resolveResetTriggers(session: SessionConfig | undefined): readonly string[] {
   const configured = session?.resetTriggers;
   if (configured === undefined || configured === null) return DEFAULT_RESET_TRIGGERS;
-  if (!Array.isArray(configured)) configError('session.resetTriggers', configured, 'a list of strings');
+  if (!Array.isArray(configured)) configValueError('session.resetTriggers', configured, 'a list of strings');
   // Once per configured list (it is asked for every user message).
   let resolved = resolvedTriggers.get(configured);
   if (resolved === undefined) {
     resolved = configured.map((trigger, index) => {
       if (typeof trigger !== 'string' || trigger.trim() === '' || /\s/.test(trigger.trim())) {
-        configError(`session.resetTriggers[${index}]`, trigger, 'a non-empty word such as "/new"');
+        configValueError(`session.resetTriggers[${index}]`, trigger, 'a non-empty word such as "/new"');
       }
       return trigger.trim().toLowerCase();
     });

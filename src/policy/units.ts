@@ -43,6 +43,15 @@ const DURATION_HINT = 'use milliseconds (500) or units ms, s, m, h, d, e.g. "90s
 const SIZE_HINT = 'use bytes (1048576) or units b, kb, mb, gb (1kb = 1024 b), e.g. "10mb"';
 
 /**
+ * CONFIG_INVALID for a setting at `path` whose value is not `expected`, quoting the value as
+ * written: JSON5 reads `Infinity` and `NaN`, which JSON.stringify would show as null.
+ */
+export function configValueError(path: string, value: unknown, expected: string): never {
+  const shown = typeof value === 'number' && !Number.isFinite(value) ? String(value) : (JSON.stringify(value) ?? String(value));
+  throw new SwitchboardError('CONFIG_INVALID', `${path}: ${shown} is not ${expected}`, { details: { path, value } });
+}
+
+/**
  * Milliseconds from a number (taken as ms) or a string: a bare number (ms), or one or more
  * `<number><unit>` parts (units ms s m h d, decimals allowed) that are added up, so `1m30s` and
  * `1h 30m` work. Case-insensitive, surrounding whitespace ignored. A leading `-` is accepted and

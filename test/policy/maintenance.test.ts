@@ -89,6 +89,15 @@ describe('resolveMaintenanceSettings', () => {
     assert.equal(resolveMaintenanceSettings({ resetArchiveRetention: '2d' }).resetArchiveRetentionMs, 2 * DAY);
   });
 
+  it('quotes a non-finite value JSON5 read (Infinity, NaN) as written, not as null', () => {
+    for (const [value, shown] of [[Infinity, 'Infinity'], [-Infinity, '-Infinity'], [NaN, 'NaN']] as const) {
+      assert.throws(
+        () => resolveMaintenanceSettings({ maxEntries: value }),
+        (err: any) => err.code === 'CONFIG_INVALID' && err.message.includes(`${shown} is not`) && !err.message.includes('null'),
+      );
+    }
+  });
+
   it('any value of 0 or less (or false) disables its limit — never "delete everything"', () => {
     const cases: [number | string, number | string, number][] = [
       [0, 0, 0],
