@@ -114,8 +114,6 @@ const directImports = {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Chunk names are content hashes: without this, every build would leave the previous ones behind.
-// ---------------------------------------------------------------------------------------------
 // One ES module build, shipped as CommonJS
 
 /*
@@ -130,6 +128,7 @@ const directImports = {
  * ES module, named `.mjs`; it is only ever reached through import(), which CommonJS code may use.
  */
 const bundleDir = path.join(root, 'dist', 'bundle');
+// Chunk names are content hashes: without this, every build would leave the previous ones behind.
 fs.rmSync(bundleDir, { recursive: true, force: true });
 const built = await build({
   entryPoints: [path.join(root, 'dist', 'src', 'cli', 'main.js')],
