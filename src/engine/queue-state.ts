@@ -14,6 +14,7 @@ import {
   type QueueItem,
   type QueueOwnerRecord,
 } from '../policy/index.js';
+import { isProcessAlive, readProcStat } from '../core/index.js';
 import type { RunMessage } from '../runner/index.js';
 import { addRecordRoute, inspectLock, lockPathFor, mayTakeOver, type NewTranscriptEntry, type SessionEntry, type StoreLocation } from '../store/index.js';
 import { transcriptPathIn, type EngineContext } from './context.js';
@@ -73,10 +74,13 @@ export function sessionRefKey(ref: Pick<SessionRef, 'location' | 'sessionKey'>):
   return `${ref.location.storePath}\u0000${ref.sessionKey}`;
 }
 
+const START_TICKS = readProcStat('self')?.startTicks;
+
 export const THIS_PROCESS: ProcessRef = Object.freeze({
   pid: process.pid,
   hostname: osHostname(),
   processStartTime: Math.round(performance.timeOrigin),
+  ...(START_TICKS !== undefined ? { processStartTicks: START_TICKS } : {}),
 });
 
 export function isThisProcess(ref: ProcessRef): boolean {
@@ -144,12 +148,11 @@ export function unknownHolders(entry: QueuedEntry | undefined, liveness: Livenes
 function processAlive(ref: ProcessRef): boolean {
   if (ref.hostname !== THIS_PROCESS.hostname) return true; // another host: no way to tell, assume alive
   if (ref.pid === THIS_PROCESS.pid) return ref.processStartTime === THIS_PROCESS.processStartTime;
-  try {
-    process.kill(ref.pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  // The lock's rule (core's isProcessAlive): a zombie is dead, and so is a pid that a live process
+  // of another start time has reused — judged by kill(pid, 0) alone, a dead run whose lock was
+  // already released stayed "running", and a dead queue owner kept its queue, for as long as the
+  // unrelated process lived.
+  return isProcessAlive(ref.pid, typeof ref.processStartTicks === 'number' ? ref.processStartTicks : null);
 }
 
 /**

@@ -80,8 +80,14 @@ export interface CarriedMessage {
 export interface ProcessRef {
   pid: number;
   hostname: string;
-  /** Epoch ms the process started (tells a reused pid apart within one host). */
+  /** Epoch ms the process started: tells this process's own records apart from an earlier one's of the same pid. */
   processStartTime: number;
+  /**
+   * Linux: /proc/<pid>/stat field 22 of the process (as in lock owner records). Compared exactly
+   * with the live pid's, it tells a reused pid apart; absent where /proc is not (and in records
+   * of older versions: those are judged by their pid alone).
+   */
+  processStartTicks?: number;
 }
 
 export type LaneName = 'main' | 'cron';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { describe, test } from 'node:test';
-import { systemClock } from '../../src/core/index.js';
+import { readProcStat, systemClock } from '../../src/core/index.js';
 import type { EngineContext } from '../../src/engine/index.js';
 import { acquireLaneSlot, laneCapacity } from '../../src/engine/lanes.js';
 import { THIS_PROCESS, clearDeadHolders, learnLiveness, runAlive, ownerAlive, type Liveness, type QueuedEntry } from '../../src/engine/queue-state.js';
@@ -100,6 +100,28 @@ describe('liveness of holders', () => {
     await learnLiveness(ctx, location(ctx), entries, liveness);
     assert.deepEqual(entries.slice(0, 4).map((e) => runAlive(e.activeRun!, liveness)), [false, true, true, false]);
     assert.equal(ownerAlive(entries[4].queueOwner!, liveness), false);
+  });
+
+  test('a pid reused by a live process (its /proc start time differs from the record\'s) is dead, for runs and queue owners alike', async () => {
+    // The records name a live process of this host that is not the one that wrote them: our
+    // parent (the test runner), with the start ticks of this process. Judged by kill(pid, 0)
+    // alone it was alive, so a dead run whose lock maintain had released stayed "running" and
+    // what was queued behind it, or behind a dead queue owner, was never drained.
+    const ctx = context();
+    const startTicks = readProcStat('self')?.startTicks;
+    assert.equal(typeof startTicks, 'number', 'this test needs /proc');
+    const ticks = { processStartTicks: startTicks };
+    const live = process.ppid;
+    const entries: QueuedEntry[] = [
+      { sessionId: 's1', updatedAt: 0, activeRun: run({ pid: live, ...ticks, runId: 'reused-run' }) },
+      { sessionId: 's2', updatedAt: 0, queueOwner: { pid: live, hostname: THIS_PROCESS.hostname, processStartTime: 5, ...ticks, since: 0 } },
+      { sessionId: 's3', updatedAt: 0, queueOwner: { pid: live, hostname: THIS_PROCESS.hostname, processStartTime: 6, since: 0 } },
+    ];
+    const liveness: Liveness = new Map();
+    await learnLiveness(ctx, location(ctx), entries, liveness);
+    assert.equal(runAlive(entries[0].activeRun!, liveness), false);
+    assert.equal(ownerAlive(entries[1].queueOwner!, liveness), false);
+    assert.equal(ownerAlive(entries[2].queueOwner!, liveness), true, 'a record without start ticks (an older process): alive while its pid is');
   });
 
   test('clearing a dead run turns its parked items into followups and frees the session', () => {
