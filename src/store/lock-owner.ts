@@ -352,7 +352,12 @@ export async function inspectLock(lockPath: string, staleMs?: number): Promise<L
 
 function isHolderAlive(owner: LockOwnerRecord): boolean | null {
   if (owner.hostname !== HOSTNAME) return null;
-  if (owner.pid === process.pid) return owner.processStartTime === PROCESS_START_TIME ? true : null;
+  if (owner.pid === process.pid) {
+    if (owner.processStartTime === PROCESS_START_TIME) return true;
+    // Our pid in the record of another start: the process that had this pid before us, which is
+    // gone (one pid, one live process). Told by the start ticks, as for any other pid.
+    return typeof owner.processStartTicks === 'number' && PROCESS_START_TICKS !== undefined && owner.processStartTicks !== PROCESS_START_TICKS ? false : null;
+  }
   return isProcessAlive(owner.pid, typeof owner.processStartTicks === 'number' ? owner.processStartTicks : null);
 }
 

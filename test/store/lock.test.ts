@@ -475,6 +475,10 @@ describe("takeover 'dead' (the sessions.json lock): never from a live holder on 
       const holders: Array<Partial<LockOwnerRecord>> = [
         { pid: deadPid() },
         { pid: live.pid, processStartTicks: procStartTicks(live.pid)! - 1 }, // the pid was reused
+        // our own pid, in the record of the process that had it before us (a container's
+        // switchboard is often the same pid run after run): it was judged "unknown" and waited
+        // for staleMs
+        { pid: process.pid, processStartTicks: procStartTicks(process.pid)! - 1 },
       ];
       for (const holder of holders) {
         const target = path.join(tempDir(), 'sessions.json');
