@@ -96,7 +96,9 @@ export async function releaseLock(lockOrTargetPath: string, options: { force?: b
   }
   const live = !mayTakeOver(info, 'stale');
   if (live && options.force !== true) {
-    const state = info.kind !== 'switchboard' ? '' : info.overHeld ? ', alive (the registry lock is never taken from a live holder)' : ', alive and within its max hold';
+    // A lock that is never taken from a live holder (the registry's) has no max hold that would end the wait.
+    const neverFromLive = info.owner?.takeover === 'dead';
+    const state = info.kind !== 'switchboard' ? '' : neverFromLive ? ', alive (the registry lock is never taken from a live holder)' : ', alive and within its max hold';
     throw new SwitchboardError('SESSION_BUSY', `lock ${lockPath} is ${describeHolder(info)}${state}`, {
       hint:
         info.kind === 'switchboard'
