@@ -86,6 +86,19 @@ export function toSwitchboardError(err: unknown): SwitchboardError {
   });
 }
 
+/**
+ * File-system errors (an errno code: ENOTDIR, EACCES, …) are IO (exit 74), not bugs; anything
+ * else as toSwitchboardError. For steps that walk the state dir (doctor, maintain, cleanup), where
+ * a folder replaced by a file is the user's business, not an INTERNAL error.
+ */
+export function asSwitchboardError(err: unknown): SwitchboardError {
+  if (err instanceof SwitchboardError) return err;
+  const errno = errnoOf(err);
+  // Node's own error codes (ERR_INVALID_ARG_TYPE, …) are bugs, not the file system's answer.
+  if (errno !== undefined && /^E[A-Z0-9]+$/.test(errno)) return new SwitchboardError('IO', err instanceof Error ? err.message : String(err), { cause: err, details: { errno } });
+  return toSwitchboardError(err);
+}
+
 /** The errno code of a file-system error (`ENOENT`, `ENOSPC`, …), if it has one. */
 export function errnoOf(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;

@@ -4,7 +4,7 @@
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, inPool, systemClock, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, asSwitchboardError, inPool, systemClock, type ErrorCode } from '../core/index.js';
 import {
   dueResetOf,
   planCronRetention,
@@ -40,7 +40,7 @@ import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './ses
 import type { ExpiredEvent } from './queue-state.js';
 import { finishInterruptedRotations, type FinishedRotation } from './interrupted-rotations.js';
 import { findEmptyOrphans, findLeftovers, removeLeftover, type Leftover } from './leftovers.js';
-import { asSwitchboardError, listFolder } from './doctor/files.js';
+import { listFolder } from './doctor/files.js';
 
 const RESET_CONCURRENCY = 8;
 

@@ -3,7 +3,7 @@
 // OpenClaw's shape that the CLI prints; one failing store does not stop the others.
 
 import path from 'node:path';
-import { SwitchboardError, type ErrorCode } from '../core/index.js';
+import { SwitchboardError, asSwitchboardError, type ErrorCode } from '../core/index.js';
 import {
   planCleanup,
   resolveMaintenanceSettings,
@@ -21,7 +21,6 @@ import { knownAgentIds, type EngineContext } from './context.js';
 import { buildMaintenanceSnapshot, type BusyKeysProvider } from './cleanup-snapshot.js';
 import { applyCleanupPlan, type ApplyOutcome, type CleanupProgress } from './session-cleanup.js';
 import { selectStores, type StoreSelection } from './session-list.js';
-import { asSwitchboardError } from './doctor/files.js';
 
 export interface SessionCleanupOptions extends StoreSelection {
   dryRun?: boolean;

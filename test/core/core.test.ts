@@ -15,6 +15,7 @@ import {
   normalizeAgentId,
   parseNow,
   toSwitchboardError,
+  asSwitchboardError,
   type NdjsonLine,
 } from '../../src/core/index.js';
 
@@ -44,6 +45,17 @@ describe('SwitchboardError', () => {
     const own = new SwitchboardError('IO', 'disk');
     assert.equal(toSwitchboardError(own), own);
     assert.deepEqual(new SwitchboardError('USAGE', 'm', { hint: 'h' }).toJSON(), { code: 'USAGE', message: 'm', hint: 'h' });
+  });
+
+  test('asSwitchboardError: a file-system error (errno code) is IO; Node\'s own ERR_ codes and the rest stay INTERNAL', () => {
+    const notDir = Object.assign(new Error('ENOTDIR: not a directory, scandir'), { code: 'ENOTDIR' });
+    assert.equal(asSwitchboardError(notDir).code, 'IO');
+    assert.equal(asSwitchboardError(notDir).exitCode, 74);
+    const misuse = Object.assign(new TypeError('bad argument'), { code: 'ERR_INVALID_ARG_TYPE' });
+    assert.equal(asSwitchboardError(misuse).code, 'INTERNAL');
+    assert.equal(asSwitchboardError(new Error('plain')).code, 'INTERNAL');
+    const own = new SwitchboardError('STORE_BUSY', 'busy');
+    assert.equal(asSwitchboardError(own), own);
   });
 });
 

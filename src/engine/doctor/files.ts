@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { SwitchboardError, errnoOf, toSwitchboardError } from '../../core/index.js';
+import { SwitchboardError, asSwitchboardError, errnoOf } from '../../core/index.js';
 import { FILE_MODE, copyRegularFile, fileKindOf, fsyncFolder, keptCopyName, lstatKind, readRegularFile, resolveInside, type FileKind } from '../../store/index.js';
 
 /** Same-millisecond backups of one file (a pinned `--now`) move on by 1 ms, like archives. */
@@ -132,14 +132,6 @@ export async function replaceWholeFile(target: string, text: string): Promise<vo
     await fsyncFolder(dir);
     return;
   }
-}
-
-/** File-system errors are IO (exit 74), not bugs. */
-export function asSwitchboardError(err: unknown): SwitchboardError {
-  if (err instanceof SwitchboardError) return err;
-  const errno = errnoOf(err);
-  if (errno !== undefined) return new SwitchboardError('IO', `${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { errno } });
-  return toSwitchboardError(err);
 }
 
 export function describeError(err: unknown): string {

@@ -33,14 +33,14 @@
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, normalizeAgentId } from '../../core/index.js';
+import { SwitchboardError, asSwitchboardError, normalizeAgentId } from '../../core/index.js';
 import { findUnknownKeys } from '../../config/index.js';
 import { queueConfigWarnings } from '../../policy/index.js';
 import { journalPathFor, type StoreLocation } from '../../store/index.js';
 import { knownAgentIds, storeFor, type EngineContext } from '../context.js';
 import { selectStores, type StoreSelection } from '../session-list.js';
 import { checkEntries } from './entries.js';
-import { asSwitchboardError, describeError, listFolder, statOrNull } from './files.js';
+import { describeError, listFolder, statOrNull } from './files.js';
 import { checkJournal } from './journal.js';
 import { checkRemovedMemory } from './removed-memory.js';
 import { checkNonRegular } from './links.js';

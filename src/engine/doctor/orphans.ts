@@ -5,10 +5,10 @@
 
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError } from '../../core/index.js';
+import { SwitchboardError, asSwitchboardError } from '../../core/index.js';
 import { archiveFile, fsyncFolder, isNotAnObject, readRemovedMemories, readSessionStore, transcriptSharing, updateSessionStore, type SessionEntry } from '../../store/index.js';
 import { storeWriteOptions } from '../context.js';
-import { asSwitchboardError, describeError, statOrNull } from './files.js';
+import { describeError, statOrNull } from './files.js';
 import type { DoctorChangeAction, DoctorProblem, RepairOutcome } from './report.js';
 import { recentIdsRecordedIn, withRecorded } from './recorded-ids.js';
 import { entryFromHeader, isNewer, numberOr, type StoreCheck, type UsableHeader } from './store-check.js';

@@ -3,6 +3,7 @@
 // locks a repair takes, and how a repair's outcome is recorded on its problems.
 
 import path from 'node:path';
+import { asSwitchboardError } from '../../core/index.js';
 import {
   TRANSCRIPT_SUFFIX,
   resolveInside,
@@ -16,7 +17,7 @@ import {
 import { sessionLockOptions, type EngineContext } from '../context.js';
 import { compactionCheckpointFiles } from '../session-artifacts.js';
 import { transcriptFileOf } from '../session-list.js';
-import { asSwitchboardError, type FolderListing } from './files.js';
+import type { FolderListing } from './files.js';
 import type { DoctorProblem, DoctorStoreReport, RepairOutcome } from './report.js';
 import type { SharedGroup } from './shared.js';
 import type { TranscriptScan } from './transcript-scan.js';

@@ -5,9 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { asSwitchboardError } from '../../core/index.js';
 import { FILE_MODE, TRANSCRIPT_SUFFIX, fsyncFolder, lockPathFor } from '../../store/index.js';
 import { isSessionArtifact, namedAmong } from '../session-artifacts.js';
-import { asSwitchboardError, describeError, keepOriginal } from './files.js';
+import { describeError, keepOriginal } from './files.js';
 import type { DoctorProblem, RepairOutcome } from './report.js';
 import type { StoreCheck } from './store-check.js';
 import { ChunkedWriter, scanTranscript, type TranscriptScan } from './transcript-scan.js';
