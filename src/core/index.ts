@@ -13,4 +13,4 @@ export { newUuid } from './uuid.js';
 export { DUPLICATE_WINDOW_MS, RECENT_IDS_CAP, RECENT_ID_MAX_CHARS, duplicateKey, legacyIdKey, mergeRecentIds, readRecentIds, recentIdLine, withoutRecentIds, writeRecentIds, type DuplicateRoute, type RecentId } from './recent-ids.js';
 export { packageRoot } from './package-root.js';
 export { describeFileKind, fileKindOf, type FileKind } from './file-kind.js';
-export { isProcessAlive, killProcessSession, readProcStat, type ProcStat } from './processes.js';
+export { isProcessAlive, killProcessSession, readProcStat, thisProcessStartTicks, type ProcStat } from './processes.js';

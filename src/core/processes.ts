@@ -29,6 +29,14 @@ export function readProcStat(pid: number | 'self'): ProcStat | null {
   return { state: fields[0], session, startTicks };
 }
 
+let ownStartTicks: number | null | undefined;
+
+/** This process's start time in clock ticks (readProcStat's), read once; null without /proc. */
+export function thisProcessStartTicks(): number | null {
+  if (ownStartTicks === undefined) ownStartTicks = readProcStat('self')?.startTicks ?? null;
+  return ownStartTicks;
+}
+
 /**
  * Whether `pid` runs on this host and is the process that started at `startTicks` (when given).
  * It is, unless /proc proves otherwise: a zombie has exited (it can do nothing more), a different

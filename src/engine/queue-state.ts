@@ -14,7 +14,7 @@ import {
   type QueueItem,
   type QueueOwnerRecord,
 } from '../policy/index.js';
-import { isProcessAlive, readProcStat } from '../core/index.js';
+import { isProcessAlive, thisProcessStartTicks } from '../core/index.js';
 import type { RunMessage } from '../runner/index.js';
 import { addRecordRoute, inspectLock, lockPathFor, mayTakeOver, type NewTranscriptEntry, type SessionEntry, type StoreLocation } from '../store/index.js';
 import { transcriptPathIn, type EngineContext } from './context.js';
@@ -74,13 +74,13 @@ export function sessionRefKey(ref: Pick<SessionRef, 'location' | 'sessionKey'>):
   return `${ref.location.storePath}\u0000${ref.sessionKey}`;
 }
 
-const START_TICKS = readProcStat('self')?.startTicks;
+const START_TICKS = thisProcessStartTicks();
 
 export const THIS_PROCESS: ProcessRef = Object.freeze({
   pid: process.pid,
   hostname: osHostname(),
   processStartTime: Math.round(performance.timeOrigin),
-  ...(START_TICKS !== undefined ? { processStartTicks: START_TICKS } : {}),
+  ...(START_TICKS !== null ? { processStartTicks: START_TICKS } : {}),
 });
 
 export function isThisProcess(ref: ProcessRef): boolean {

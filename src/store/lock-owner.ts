@@ -88,7 +88,7 @@ import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, lstatSyn
 import { hostname as osHostname } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { errnoOf, ioError, isProcessAlive, killProcessSession, nodeCrypto, readProcStat, systemClock } from '../core/index.js';
+import { errnoOf, ioError, isProcessAlive, killProcessSession, nodeCrypto, readProcStat, systemClock, thisProcessStartTicks } from '../core/index.js';
 import { clearFileLock, inspectFileLock, lockTargetOf, type FileLockRecord } from './file-lock.js';
 import { MAX_WHOLE_FILE_BYTES, STORE_OPEN_FLAGS } from './regular-file.js';
 
@@ -169,10 +169,14 @@ export function isPositiveNumber(value: unknown): value is number {
 }
 
 export const now = (): number => systemClock.now();
+
+/** The owner record's processStartTicks, where /proc tells it. */
+function startTicksField(): { processStartTicks?: number } {
+  const ticks = thisProcessStartTicks();
+  return ticks === null ? {} : { processStartTicks: ticks };
+}
 const PROCESS_START_TIME = Math.round(performance.timeOrigin);
 const HOSTNAME = osHostname();
-
-const PROCESS_START_TICKS = readProcStat('self')?.startTicks;
 
 /** A holding of this process as judging a lock sees it; lock-held.ts's HeldLock is the one kind. */
 export interface OwnHolding {
@@ -201,7 +205,7 @@ export function ownerRecordFor(
     pid: process.pid,
     hostname: HOSTNAME,
     processStartTime: PROCESS_START_TIME,
-    ...(PROCESS_START_TICKS !== undefined ? { processStartTicks: PROCESS_START_TICKS } : {}),
+    ...startTicksField(),
     ...(settings.takeover === 'dead' ? { takeover: 'dead' as const } : {}),
     acquiredAt: now(),
     maxHoldMs: settings.maxHoldMs,
@@ -356,7 +360,8 @@ function isHolderAlive(owner: LockOwnerRecord): boolean | null {
     if (owner.processStartTime === PROCESS_START_TIME) return true;
     // Our pid in the record of another start: the process that had this pid before us, which is
     // gone (one pid, one live process). Told by the start ticks, as for any other pid.
-    return typeof owner.processStartTicks === 'number' && PROCESS_START_TICKS !== undefined && owner.processStartTicks !== PROCESS_START_TICKS ? false : null;
+    const ownTicks = thisProcessStartTicks();
+    return typeof owner.processStartTicks === 'number' && ownTicks !== null && owner.processStartTicks !== ownTicks ? false : null;
   }
   return isProcessAlive(owner.pid, typeof owner.processStartTicks === 'number' ? owner.processStartTicks : null);
 }
