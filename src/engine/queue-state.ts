@@ -3,6 +3,7 @@
 
 import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { isProcessAlive, thisProcessStartTicks } from '../core/index.js';
 import {
   carriedOf,
   orphanItems,
@@ -14,7 +15,6 @@ import {
   type QueueItem,
   type QueueOwnerRecord,
 } from '../policy/index.js';
-import { isProcessAlive, thisProcessStartTicks } from '../core/index.js';
 import type { RunMessage } from '../runner/index.js';
 import { addRecordRoute, inspectLock, lockPathFor, mayTakeOver, type NewTranscriptEntry, type SessionEntry, type StoreLocation } from '../store/index.js';
 import { transcriptPathIn, type EngineContext } from './context.js';
