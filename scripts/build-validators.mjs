@@ -14,7 +14,7 @@ fs.mkdirSync(outDir, { recursive: true });
 
 for (const file of fs.readdirSync(schemaDir).filter((name) => name.endsWith('.schema.json')).sort()) {
   const schema = JSON.parse(fs.readFileSync(path.join(schemaDir, file), 'utf8'));
-  const ajv = new Ajv.default({ code: { source: true }, allErrors: true, strict: false });
+  const ajv = new Ajv.default({ code: { source: true }, allErrors: true, strict: false, strictNumbers: true });
   const validate = ajv.compile(schema);
   const out = path.join(outDir, file.replace(/\.schema\.json$/, '.cjs'));
   fs.writeFileSync(out, standaloneCode.default(ajv, validate));

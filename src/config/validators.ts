@@ -61,6 +61,8 @@ export function describeSchemaErrors(errors: SchemaError[] | null | undefined, o
     let message = error.message ?? error.keyword;
     // A typo'd key in a strict object (a binding's match, a sendPolicy rule) must be named, not summarised.
     if (extra !== undefined) message = 'unknown key';
+    // Infinity and NaN (JSON5 literals, or 1e400 in JSON) are numbers to JavaScript, never to a setting.
+    if (error.keyword === 'type' && (error.params.type === 'number' || error.params.type === 'integer')) message = `must be a finite ${error.params.type}`;
     if (error.keyword === 'enum') message += `: ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     if (missing !== undefined) message = 'is required';
     const line = `${path}: ${message}`;

@@ -44,6 +44,21 @@ describe('config validate', () => {
     assert.deepEqual(jsonLines(doctor.stdout)[0].config.warnings, warnings);
   });
 
+  test('Infinity, NaN and 1e400 are no value for a number setting: CONFIG_INVALID naming each path', async () => {
+    const dir = tempDir();
+    const json5 = path.join(dir, 'c.json5');
+    fs.writeFileSync(json5, '{ messages: { queue: { debounceMs: Infinity, cap: NaN } }, agents: { defaults: { maxConcurrent: Infinity } } }\n');
+    const r = await runCli(['config', 'validate', '--config', json5]);
+    assert.equal(r.code, 78, r.stderr);
+    for (const at of ['messages.queue.debounceMs', 'messages.queue.cap', 'agents.defaults.maxConcurrent']) assert.match(r.stderr, new RegExp(`${at.replaceAll('.', '\\.')}: must be a finite`));
+    // JSON itself has no Infinity, but JSON.parse reads an out-of-range literal as one.
+    const json = path.join(dir, 'c.json');
+    fs.writeFileSync(json, '{"messages":{"queue":{"debounceMs":1e400}}}\n');
+    const big = await runCli(['config', 'validate', '--config', json, '--json']);
+    assert.equal(big.code, 78, big.stderr);
+    assert.match(errorOf(big.stderr).message, /messages\.queue\.debounceMs: must be a finite number/);
+  });
+
   test('a JSON5 syntax error names the line and exits 78', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'c.json5');
