@@ -242,8 +242,9 @@ export async function drainOnce(ctx: EngineContext, runtime: QueueRuntime, ref: 
   let plan: DrainPlan | undefined;
   for (let attempt = 0; attempt < 4; attempt++) {
     const now = ctx.clock.now();
-    const nowWall = systemClock.now();
-    plan = await updateStore(ctx, ref.location, (store) => planDrain(store, ref, liveness, spec !== undefined, turnFirst !== undefined, mayStartTurns, now, nowWall, afterOverflow));
+    // The wall clock is read under the store lock: every item in the store was stamped before it,
+    // so a stamp after it can only be a clock stepped back (planNextTurn runs such items at once).
+    plan = await updateStore(ctx, ref.location, (store) => planDrain(store, ref, liveness, spec !== undefined, turnFirst !== undefined, mayStartTurns, now, systemClock.now(), afterOverflow));
     if (plan.kind !== 'need-liveness') break;
     const store = await readSessionStore(ref.location.storePath);
     const entry = store[ref.sessionKey] as QueuedEntry | undefined;

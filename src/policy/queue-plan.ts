@@ -218,7 +218,7 @@ export function planNextTurn(queue: readonly QueueItem[], nowWall: number, optio
     const quietAt = latest.wallAt + Math.max(0, latest.debounceMs);
     const boundAt = oldestWall + Math.max(0, head.maxWaitMs);
     const readyAt = Math.min(quietAt, boundAt);
-    if (nowWall < readyAt) return { kind: 'wait', untilWall: readyAt };
+    if (nowWall < readyAt && !stampedAfter(latest, nowWall)) return { kind: 'wait', untilWall: readyAt };
   }
   if (head.mode !== 'collect') return { kind: 'turn', shape: 'single', items: [head], rest: queue.slice(1) };
   const key = routeKey(head);
@@ -235,6 +235,16 @@ export function planNextTurn(queue: readonly QueueItem[], nowWall: number, optio
     }
   }
   return { kind: 'turn', shape: 'collect', items, rest };
+}
+
+/**
+ * An item stamped after "now": the wall clock was stepped back since it was enqueued (NTP, a VM
+ * resumed), so how long it has waited cannot be told. Its window is over: waiting for the clock to
+ * come back to the stamp held the queue for as long as the step (an hour back, an hour of silence,
+ * debounceMaxWaitMs and all). The price is a collect window cut short, never a message held.
+ */
+function stampedAfter(item: QueueItem, nowWall: number): boolean {
+  return item.wallAt > nowWall;
 }
 
 /**

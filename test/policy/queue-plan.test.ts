@@ -192,10 +192,20 @@ describe('planNextTurn', () => {
   });
 
   it('is bounded by maxWaitMs from the oldest waiting item under continuous input', () => {
-    const items = Array.from({ length: 20 }, (_, n) => item({ wallAt: 1000 + n * 50, debounceMs: 300, maxWaitMs: 600 }));
-    // The quiet window would end at 1950 + 300, the bound at 1000 + 600.
-    assert.deepEqual(planNextTurn(items, 1500), { kind: 'wait', untilWall: 1600 });
-    assert.equal(planNextTurn(items, 1600).kind, 'turn');
+    // A message every 50 ms since 1000: what has arrived by the time of each look.
+    const items = (until: number) => Array.from({ length: (until - 1000) / 50 + 1 }, (_, n) => item({ wallAt: 1000 + n * 50, debounceMs: 300, maxWaitMs: 600 }));
+    // The quiet window would end at 1500 + 300, the bound at 1000 + 600.
+    assert.deepEqual(planNextTurn(items(1500), 1500), { kind: 'wait', untilWall: 1600 });
+    assert.equal(planNextTurn(items(1600), 1600).kind, 'turn');
+  });
+
+  it('an item stamped after now (the wall clock was stepped back) has waited long enough: it is not held until the clock catches up', () => {
+    const hourAhead = 1000 + 3_600_000;
+    assert.equal(planNextTurn([item({ wallAt: hourAhead, debounceMs: 300, maxWaitMs: 600 })], 1000).kind, 'turn');
+    // Behind an item stamped before now, too: the latest enqueue is the one that cannot be measured.
+    assert.equal(planNextTurn([item({ wallAt: 900, debounceMs: 300, maxWaitMs: 600 }), item({ wallAt: hourAhead, debounceMs: 300, maxWaitMs: 600 })], 1000).kind, 'turn');
+    // A stamp at now is an ordinary quiet window.
+    assert.deepEqual(planNextTurn([item({ wallAt: 1000, debounceMs: 300, maxWaitMs: 600 })], 1000), { kind: 'wait', untilWall: 1300 });
   });
 
   it('right after a summary turn a ready regular turn goes first, so summaries cannot starve the queue', () => {
