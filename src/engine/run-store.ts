@@ -17,22 +17,29 @@ export function updateStore<T>(ctx: EngineContext, location: StoreLocation, muta
 
 /**
  * The runIds among `items` that the transcript already records: a user message of that runId, a
- * collect record listing it, or an overflow record. Streams the file (it may be large; this only
- * runs for turns taken over from a dead run). A missing or unreadable file records nothing.
+ * collect record listing it, or an overflow record. A message record counts only with the item's
+ * own messageId (none for none): a client may give two messages one runId, and the record of the
+ * earlier one was taken for the later one's, which then ran and was never recorded. Streams the
+ * file (it may be large; this only runs for turns taken over from a dead run). A missing or
+ * unreadable file records nothing.
  */
-export async function recordedRunIds(transcript: string, items: readonly Pick<QueueItem, 'runId'>[]): Promise<Set<string>> {
-  const wanted = new Set(items.map((item) => item.runId));
+export async function recordedRunIds(transcript: string, items: readonly Pick<QueueItem, 'runId' | 'messageId'>[]): Promise<Set<string>> {
+  const wanted = new Map<string, Set<string | null>>();
+  for (const item of items) wanted.set(item.runId, (wanted.get(item.runId) ?? new Set()).add(item.messageId ?? null));
   const found = new Set<string>();
+  const look = (part: { runId?: unknown; messageId?: unknown } | undefined): void => {
+    if (typeof part?.runId !== 'string') return;
+    const messageId = typeof part.messageId === 'string' ? part.messageId : null;
+    if (wanted.get(part.runId)?.has(messageId)) found.add(part.runId);
+  };
   try {
     for await (const record of readTranscript(transcript)) {
       if (record.type === 'queue_overflow' && typeof record.runId === 'string' && wanted.has(record.runId)) found.add(record.runId);
       if (record.type !== 'message') continue;
       const message = record.message as Record<string, unknown> | undefined;
       if (message?.role !== 'user') continue;
-      if (typeof message.runId === 'string' && wanted.has(message.runId)) found.add(message.runId);
-      if (Array.isArray(message.collected)) {
-        for (const part of message.collected as { runId?: unknown }[]) if (typeof part?.runId === 'string' && wanted.has(part.runId)) found.add(part.runId);
-      }
+      if (!Array.isArray(message.collected)) look(message);
+      else for (const part of message.collected as { runId?: unknown; messageId?: unknown }[]) look(part);
     }
   } catch {
     // No transcript yet (or not readable): nothing of these items is recorded in it.
