@@ -58,6 +58,17 @@ export function listRoster(config: SwitchboardConfig): Roster {
 }
 
 /**
+ * The agents a binding in `agents.list` can name: the entries with a non-blank id. OpenClaw's
+ * resolver leaves a blank-id entry out when it looks a binding's agent up (its loader still counts
+ * that entry as `main`), so a binding to `main` that only a blank entry defines goes to the default
+ * agent. With no such entry at all, every binding keeps its own id (which the loader allows only as `main`).
+ */
+export function namedListAgents(config: SwitchboardConfig): Set<string> {
+  const list = Array.isArray(config.agents?.list) ? config.agents!.list : [];
+  return new Set(list.filter((agent) => typeof agent?.id === 'string' && agent.id.trim() !== '').map((agent) => normalizeAgentId(agent.id)));
+}
+
+/**
  * An id that names a reserved word (`constructor`, `__proto__`, `prototype`) is read as `main`,
  * as OpenClaw reads it: a binding to it then goes to another agent, so it is said.
  */

@@ -7,7 +7,7 @@ import type { Binding, BindingMatch, DmScope, GroupScope, PeerKind, SwitchboardC
 import { configGeneration, type ConfigGeneration } from '../config/index.js';
 import { buildBindingIndex, type BindingIndex } from './binding-index.js';
 import { normalizePeerKind } from './normalize.js';
-import { channelSectionBindings, entriesRoster, listRoster, type AgentInfo, type OwnerSource } from './roster.js';
+import { channelSectionBindings, entriesRoster, listRoster, namedListAgents, type AgentInfo, type OwnerSource } from './roster.js';
 import { compileIdentityLinks, normalizeMainKey, type IdentityLinkTable } from './session-key.js';
 
 export type { AgentInfo, OwnerSource } from './roster.js';
@@ -182,6 +182,7 @@ export function compileRoutingTable(config: SwitchboardConfig, loadWarnings: rea
   // What loading the file noticed (a `${VAR}` left as written) is said wherever routing warnings are.
   const warnings = [...loadWarnings, ...roster.warnings];
   const knownAgents = new Set(roster.agents.map((agent) => agent.id));
+  const namedAgents = current ? knownAgents : namedListAgents(config);
   const session = config.session ?? {};
   const dmScope: DmScope = DM_SCOPES.includes(session.dmScope as DmScope) ? (session.dmScope as DmScope) : 'main';
   const groupScope: GroupScope = current && session.groupScope === 'main' ? 'main' : 'per-group';
@@ -206,8 +207,9 @@ export function compileRoutingTable(config: SwitchboardConfig, loadWarnings: rea
       agentId = normalizeAgentId(raw?.agentId);
       if (knownAgents.size > 0 && !knownAgents.has(agentId)) throw unknownAgent(`bindings[${i}].agentId`, raw?.agentId, 'agents.list', knownAgents);
       // A blank agentId must name a configured agent as `main` would (OpenClaw's loader checks it so),
-      // but it routes to the default agent, as OpenClaw's resolver does: not to `main`.
-      if (rawId === '') {
+      // but it routes to the default agent, as OpenClaw's resolver does: not to `main`. So does an
+      // id only a blank-id entry defines (namedListAgents).
+      if (rawId === '' || (namedAgents.size > 0 && !namedAgents.has(agentId))) {
         agentId = roster.owner!;
         usesOwner = true;
       }
