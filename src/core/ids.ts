@@ -3,12 +3,10 @@
 
 const VALID_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
 const INVALID_RUN = /[^a-z0-9_-]+/g;
-const RESERVED = new Set(['__proto__', 'constructor', 'prototype']);
-
-/** Whether `raw` names one of the words an id may not be (`__proto__`, `constructor`, `prototype`): it is then read as the fallback. */
-export function isReservedId(raw: unknown): boolean {
-  return typeof raw === 'string' && RESERVED.has(raw.trim().toLowerCase());
-}
+/** Words an account id may not be (`__proto__`, `constructor`, `prototype`): read as `default`, as OpenClaw reads them. */
+const RESERVED_ACCOUNTS = new Set(['__proto__', 'constructor', 'prototype']);
+/** Agent ids have no reserved words: OpenClaw (2026.7.1 and 2026.9.6) keeps agent "constructor" as it is. */
+const NO_RESERVED: ReadonlySet<string> = new Set();
 
 /**
  * Whether `raw` is already a valid lower-case id, the common case, which then comes back as is:
@@ -26,13 +24,13 @@ function isCanonicalId(raw: string): boolean {
   return true;
 }
 
-function sanitiseId(raw: string, fallback: string): string {
-  if (isCanonicalId(raw)) return RESERVED.has(raw) ? fallback : raw;
+function sanitiseId(raw: string, fallback: string, reserved: ReadonlySet<string>): string {
+  if (isCanonicalId(raw)) return reserved.has(raw) ? fallback : raw;
   const trimmed = raw.trim();
   if (trimmed === '') return fallback;
   if (VALID_ID.test(trimmed)) {
     const lower = trimmed.toLowerCase();
-    return RESERVED.has(lower) ? fallback : lower;
+    return reserved.has(lower) ? fallback : lower;
   }
   const cleaned = trimmed
     .toLowerCase()
@@ -40,7 +38,7 @@ function sanitiseId(raw: string, fallback: string): string {
     .replace(/^-+/, '')
     .replace(/-+$/, '')
     .slice(0, 64);
-  if (cleaned === '' || RESERVED.has(cleaned)) return fallback;
+  if (cleaned === '' || reserved.has(cleaned)) return fallback;
   return cleaned;
 }
 
@@ -49,10 +47,10 @@ export const DEFAULT_ACCOUNT_ID = 'default';
 
 /** `"Family Helper"` → `family-helper`, `"../../etc"` → `etc`, blank → `main`. */
 export function normalizeAgentId(raw: unknown): string {
-  return sanitiseId(raw == null ? '' : String(raw), DEFAULT_AGENT_ID);
+  return sanitiseId(raw == null ? '' : String(raw), DEFAULT_AGENT_ID, NO_RESERVED);
 }
 
 /** Blank → `default`; otherwise the same token rules as agent ids. */
 export function normalizeAccountId(raw: unknown): string {
-  return sanitiseId(raw == null ? '' : String(raw), DEFAULT_ACCOUNT_ID);
+  return sanitiseId(raw == null ? '' : String(raw), DEFAULT_ACCOUNT_ID, RESERVED_ACCOUNTS);
 }

@@ -1,7 +1,7 @@
 // The agents a config defines and the fallback owner the `default` tier routes to, for both config
 // generations: `agents.list` (first or default-marked agent) and `agents.entries` (explicit owners).
 
-import { isReservedId, normalizeAgentId } from '../core/index.js';
+import { normalizeAgentId } from '../core/index.js';
 import type { Binding, SwitchboardConfig } from '../config/types.js';
 
 export interface AgentInfo {
@@ -31,7 +31,7 @@ export function listRoster(config: SwitchboardConfig): Roster {
   const agents = list.map((agent, configIndex) => ({ id: normalizeAgentId(agent?.id), configIndex, isDefault: agent?.default === true }));
   const markedAll = agents.filter((agent) => agent.isDefault);
   const marked = markedAll[0];
-  const warnings: string[] = list.flatMap((agent, index) => renamedWarning(agent?.id, agents[index]!.id, `agents.list[${index}].id`));
+  const warnings: string[] = [];
   const seen = new Map<string, number>();
   agents.forEach((agent, index) => {
     const first = seen.get(agent.id);
@@ -69,14 +69,6 @@ export function namedListAgents(config: SwitchboardConfig): Set<string> {
 }
 
 /**
- * An id that names a reserved word (`constructor`, `__proto__`, `prototype`) is read as `main`,
- * as OpenClaw reads it: a binding to it then goes to another agent, so it is said.
- */
-function renamedWarning(raw: unknown, id: string, at: string): string[] {
-  return isReservedId(raw) ? [`${at}: "${String(raw)}" is a reserved name and is read as agent "${id}"`] : [];
-}
-
-/**
  * `agents.entries` (OpenClaw 2026.9.6): no "first agent wins". The owner is the system agent under
  * explicit ownership, the agent with the legacy `default: true` marker among several, or the only
  * agent; otherwise there is none and a message no binding claims is refused.
@@ -88,7 +80,7 @@ export function entriesRoster(config: SwitchboardConfig): Roster {
     ? keys.map((key, configIndex) => ({ id: normalizeAgentId(key), configIndex, isDefault: isRecord(raw[key]) && raw[key].default === true }))
     : [{ id: 'main', configIndex: -1, isDefault: false }];
   const ids = agents.map((agent) => agent.id);
-  const warnings = keys.flatMap((key, index) => renamedWarning(key, agents[index]!.id, `agents.entries.${key}`));
+  const warnings: string[] = [];
   const explicit = config.agents?.ownership === 'explicit';
   if (explicit) {
     const system = config.agents?.defaults?.systemAgent?.agentId;

@@ -74,9 +74,10 @@ describe('ids', () => {
       ['İ', 'i', 'i'],
       ['Family Helper', 'family-helper', 'family-helper'],
       ['../../etc', 'etc', 'etc'],
-      ['constructor', 'main', 'default'],
-      ['prototype', 'main', 'default'],
-      ['__proto__', 'main', 'default'],
+      // Reserved words are agent ids as OpenClaw keeps them; only account ids fold them.
+      ['constructor', 'constructor', 'default'],
+      ['prototype', 'prototype', 'default'],
+      ['__proto__', '__proto__', 'default'],
       ['', 'main', 'default'],
       [null, 'main', 'default'],
       [42, '42', '42'],
