@@ -3,7 +3,7 @@
 
 import path from 'node:path';
 import type { Command } from 'commander';
-import { configProblems, effectiveValues, findUnknownKeys, type LoadedConfig, type SwitchboardConfig } from '../config/index.js';
+import { agentEntryKeys, configProblems, effectiveValues, findUnknownKeys, type LoadedConfig, type SwitchboardConfig } from '../config/index.js';
 import { normalizeAgentId } from '../core/index.js';
 import { agentRunnerConfig, sharedDmWarnings } from '../engine/index.js';
 import { queueConfigWarnings } from '../policy/index.js';
@@ -93,7 +93,7 @@ async function runShow(ctx: CliContext): Promise<number> {
 /** The agent ids of either roster, as the engine normalises them. */
 function configuredAgentIds(config: SwitchboardConfig): string[] {
   const list = Array.isArray(config.agents?.list) ? config.agents.list.map((agent) => normalizeAgentId(agent?.id)) : [];
-  const entries = config.agents?.entries !== null && typeof config.agents?.entries === 'object' ? Object.keys(config.agents.entries).map((key) => normalizeAgentId(key)) : [];
+  const entries = agentEntryKeys(config.agents?.entries).map((key) => normalizeAgentId(key));
   return [...new Set([...list, ...entries])];
 }
 

@@ -6,5 +6,5 @@ export { loadConfig, locateConfig, parseConfigText, findUnknownKeys, configProbl
 export { DEFAULTS, DERIVED_DEFAULTS } from './defaults.js';
 export { effectiveValues, isSecretPath, REDACTED, type EffectiveValue } from './effective.js';
 export { schemaValidator, describeSchemaErrors, jsonPathOf, formatJsonPath, type CompiledValidator, type SchemaError } from './validators.js';
-export { configGeneration, checkCurrentFormat, rosterIds, ROSTER_KEY, type ConfigGeneration } from './openclaw-format.js';
+export { agentEntryKeys, configGeneration, checkCurrentFormat, rosterIds, ROSTER_KEY, type ConfigGeneration } from './openclaw-format.js';
 export { resolveExtends, type ConfigLayer } from './layers.js';

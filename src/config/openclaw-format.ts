@@ -57,10 +57,18 @@ export function configGeneration(config: SwitchboardConfig): ConfigGeneration {
   return bindings.some((b) => isRecord(b) && (b.session !== undefined || b.type !== undefined || b.acp !== undefined)) ? 'entries' : 'list';
 }
 
+/**
+ * The keys of `agents.entries` that are agents: every own key but `__proto__`, which OpenClaw
+ * 2026.9.6's loader drops (a roster of only that key is "no configured agent"; beside others it is
+ * no agent). JSON.parse makes it an own key like any other, so it is left out here, once.
+ */
+export function agentEntryKeys(entries: unknown): string[] {
+  return isRecord(entries) ? Object.keys(entries).filter((key) => key !== '__proto__') : [];
+}
+
 /** Agent ids a binding or the system agent may name: the roster, or `main` when there is none. */
 export function rosterIds(config: SwitchboardConfig): string[] {
-  const entries = config.agents?.entries;
-  const keys = isRecord(entries) ? Object.keys(entries) : [];
+  const keys = agentEntryKeys(config.agents?.entries);
   return keys.length > 0 ? keys.map((key) => normalizeAgentId(key)) : ['main'];
 }
 
@@ -78,9 +86,11 @@ function checkRoster(config: SwitchboardConfig, problems: string[], ownKeyAllowe
   }
   const explicit = agents.ownership === 'explicit';
   const entries = isRecord(agents.entries) ? agents.entries : {};
-  const keys = Object.keys(entries);
+  const keys = agentEntryKeys(entries);
   if (keys.length === 0 && explicit) {
     problems.push('agents.entries: must contain at least one agent when agents.ownership is "explicit"');
+  } else if (keys.length === 0 && Object.hasOwn(entries, '__proto__')) {
+    problems.push('agents.entries: must contain at least one agent ("__proto__" is no agent id: OpenClaw drops that key)');
   }
   const firstKeyById = new Map<string, string>();
   const marked: string[] = [];

@@ -1,6 +1,7 @@
 // Which runner each agent has: its own section (agents.list[i].runner, or agents.entries.<key>.runner
 // in a switchboard overlay) over agents.defaults.runner, resolved once per loaded config.
 
+import { agentEntryKeys } from '../config/index.js';
 import { normalizeAgentId } from '../core/index.js';
 import { resolveRunnerSpec, type RunnerSpec } from '../runner/index.js';
 import type { EngineContext } from './context.js';
@@ -51,7 +52,7 @@ function indexRunners(agents: NonNullable<EngineContext['config']['agents']>): M
   }
   const entries = agents.entries;
   if (entries !== null && typeof entries === 'object') {
-    for (const key of Object.keys(entries)) {
+    for (const key of agentEntryKeys(entries)) {
       const id = normalizeAgentId(key);
       if (index.has(id)) continue;
       const runner = (entries[key] as { runner?: Record<string, unknown> } | undefined)?.runner;

@@ -3,6 +3,7 @@
 
 import { normalizeAgentId } from '../core/index.js';
 import type { Binding, SwitchboardConfig } from '../config/types.js';
+import { agentEntryKeys } from '../config/index.js';
 
 export interface AgentInfo {
   id: string;
@@ -75,7 +76,7 @@ export function namedListAgents(config: SwitchboardConfig): Set<string> {
  */
 export function entriesRoster(config: SwitchboardConfig): Roster {
   const raw = isRecord(config.agents?.entries) ? config.agents!.entries! : {};
-  const keys = Object.keys(raw);
+  const keys = agentEntryKeys(raw);
   const agents: AgentInfo[] = keys.length > 0
     ? keys.map((key, configIndex) => ({ id: normalizeAgentId(key), configIndex, isDefault: isRecord(raw[key]) && raw[key].default === true }))
     : [{ id: 'main', configIndex: -1, isDefault: false }];

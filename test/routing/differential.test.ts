@@ -11,7 +11,7 @@ import { REPO_ROOT, jsonLines, runCli, tempDir, writeJson } from '../helpers.js'
 
 interface Differential {
   generatedWith: string;
-  configs: { why: string; config: unknown; cases: { input: unknown; expect: Record<string, unknown> }[] }[];
+  configs: { why: string; config: unknown; openclawValid?: false; cases: { input: unknown; expect: Record<string, unknown> }[] }[];
 }
 
 const FIELDS = ['agentId', 'channel', 'accountId', 'dmScope', 'sessionKey', 'mainSessionKey', 'lastRoutePolicy', 'matchedBy'];
@@ -22,6 +22,13 @@ for (const [fixture, label] of [['route-differential.json', 'differential'], ['r
     test(`${label} ${i}: ${group.why}`, async () => {
       const dir = tempDir();
       const configFile = writeJson(path.join(dir, 'config.json'), group.config);
+      if (group.openclawValid === false) {
+        // A config OpenClaw's loader refuses: refused here too, before any line is routed.
+        const refused = await runCli(['route', 'resolve', '--batch', '--config', configFile, '--state-dir', dir], { input: '{"channel":"slack"}\n' });
+        assert.equal(refused.code, 78, `exit ${refused.code}: ${refused.stdout}${refused.stderr}`);
+        assert.equal(refused.stdout, '');
+        return;
+      }
       const input = group.cases.map((c) => JSON.stringify(c.input)).join('\n') + '\n';
       const result = await runCli(['route', 'resolve', '--batch', '--config', configFile, '--state-dir', dir], { input });
       assert.equal(result.code, 0, `exit ${result.code}: ${result.stderr}`);
