@@ -37,7 +37,7 @@ export interface ConversationLabels {
 }
 
 /** A full session key, as sessions.json keys are written (`agent:<agentId>:<rest>`). */
-const FULL_SESSION_KEY = /^agent:[a-z0-9][a-z0-9_-]{0,63}:\S/;
+const FULL_SESSION_KEY = /^agent:[a-z0-9_][a-z0-9_-]{0,63}:\S/;
 
 function parseGroup(value: unknown): ConversationLabels | undefined {
   if (value === undefined || value === null) return undefined;
