@@ -85,6 +85,19 @@ interface Waiting {
   reject: (reason: unknown) => void;
 }
 
+/**
+ * Which waiting request an answer is for. Answers come in the order of the requests, and
+ * `{id: null, error}` stands in the place of the answer to a line the server could not read as a
+ * request (over its size cap, say), so it is the oldest waiting request's: left unmatched, that
+ * request would wait for ever. (An `{id: null}` line sent before hanging up rejects the oldest
+ * with the reason every waiting request gets anyway.)
+ */
+function answeredId(message: Record<string, unknown>, waiting: ReadonlyMap<number, Waiting>): number | undefined {
+  if (typeof message.id === 'number') return message.id;
+  if (message.id === null && message.error !== undefined) return waiting.keys().next().value;
+  return undefined;
+}
+
 class Client implements SwitchboardClient {
   private nextId = 1;
   private readonly waiting = new Map<number, Waiting>();
@@ -154,13 +167,15 @@ class Client implements SwitchboardClient {
         for (const listener of this.listeners) listener(message as Push);
         continue;
       }
-      const waiting = typeof message.id === 'number' ? this.waiting.get(message.id) : undefined;
-      if (waiting === undefined) {
-        // `{id: null, error}`: the server is telling us why it is about to hang up.
-        if (message.error !== undefined) this.lastError = errorFromWire(message.error);
-        continue;
+      // `{id: null, error}` UNAVAILABLE: the server is telling us why it is about to hang up.
+      if (message.id === null && message.error !== undefined) {
+        const error = errorFromWire(message.error);
+        if (error.code === 'UNAVAILABLE') this.lastError = error;
       }
-      this.waiting.delete(message.id as number);
+      const id = answeredId(message, this.waiting);
+      const waiting = id === undefined ? undefined : this.waiting.get(id);
+      if (waiting === undefined) continue;
+      this.waiting.delete(id!);
       if (message.error !== undefined) waiting.reject(errorFromWire(message.error));
       else waiting.resolve(message.result);
       if (this.waiting.size === 0) this.drained?.();
