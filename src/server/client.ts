@@ -16,7 +16,7 @@ import {
   type NdjsonLine,
 } from '../core/index.js';
 import { exitCodeFor, parseMessageLine, type ErrorEvent, type IngestEvent } from '../engine/index.js';
-import type { Push } from './protocol.js';
+import { messageLine, type Push } from './protocol.js';
 import { probeSocket } from './socket-file.js';
 
 export interface SwitchboardClient {
@@ -398,7 +398,16 @@ export async function ingestViaSocket(
           await addSlot(Promise.resolve([event]), item.line);
           continue;
         }
-        const bytes = Buffer.byteLength(item.text);
+        // What is sent is the message as JSON.stringify writes it, which can be longer than the line
+        // read (1e20 becomes 21 digits): it is judged as the server will judge it, and counted so
+        // against the batch, or a request could pass the server's cap and never be answered.
+        const sent = messageLine(item.line, message);
+        if ('error' in sent) {
+          await flush();
+          await addSlot(Promise.resolve([localErrorEvent(item.line, new SwitchboardError('BAD_MESSAGE', describeLineError(sent.error, sent.bytes)))]), item.line);
+          continue;
+        }
+        const bytes = Buffer.byteLength(sent.text);
         if (batch !== undefined && (item.line !== batch.first + batch.messages.length || batch.messages.length >= batchMessages || batch.bytes + bytes > batchBytes)) {
           await flush();
         }

@@ -1,7 +1,7 @@
 // What each socket op does: thin adapters from a request's fields to the engine's and routing's
 // public functions, returning the same JSON shapes the CLI prints.
 
-import { MAX_JSON_DEPTH, MAX_LINE_BYTES, jsonDepthExceeds, type NdjsonLine } from '../core/index.js';
+import { MAX_JSON_DEPTH, jsonDepthExceeds, type NdjsonLine } from '../core/index.js';
 import {
   abortSession,
   cancelQueued,
@@ -19,7 +19,7 @@ import {
 } from '../engine/index.js';
 import { normalizeExplicitSessionKey, normalizeRouteInput, resolveRoute, type ResolvedRoute } from '../routing/index.js';
 import type { ClientConnection } from './connection.js';
-import { badRequest, onlyParams, optionalBooleanParam, optionalCountParam, optionalStringParam, requiredStringParam, type Op, type Push } from './protocol.js';
+import { badRequest, messageLine, onlyParams, optionalBooleanParam, optionalCountParam, optionalStringParam, requiredStringParam, type Op, type Push } from './protocol.js';
 
 /** What an op may ask of the server around it. */
 export interface OpHost {
@@ -45,15 +45,6 @@ type OpHandler = (params: Record<string, unknown>, ctx: OpContext) => Promise<un
  */
 export function engineIngest(engine: EngineContext, lines: NdjsonLine[]): Promise<IngestEvent[]> {
   return ingestBatch(engine, lines);
-}
-
-/** A message as the NDJSON line the CLI would have read; over the per-line cap or too deep it is a bad line. */
-function messageLine(line: number, message: unknown): NdjsonLine {
-  // Too deep to stringify (the stack would overflow): a bad line, not an internal error.
-  if (jsonDepthExceeds(message)) return { line, error: 'too-deep', bytes: 0 };
-  const text = JSON.stringify(message) ?? 'null';
-  const bytes = Buffer.byteLength(text);
-  return bytes > MAX_LINE_BYTES ? { line, error: 'too-long', bytes } : { line, text, receivedAt: Date.now() };
 }
 
 async function ingest(params: Record<string, unknown>, ctx: OpContext): Promise<{ events: IngestEvent[] }> {

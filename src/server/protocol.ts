@@ -1,7 +1,7 @@
 // The socket protocol's shapes and limits: NDJSON requests {id, op, …}, responses {id, result} or
 // {id, error}, pushes {event, …}; parsing a request line into either a request or an error answer.
 
-import { MAX_LINE_BYTES, SwitchboardError, describeLineError, toSwitchboardError, type NdjsonLine } from '../core/index.js';
+import { MAX_LINE_BYTES, SwitchboardError, describeLineError, jsonDepthExceeds, toSwitchboardError, type NdjsonLine } from '../core/index.js';
 
 /** A request line may carry one message of up to MAX_LINE_BYTES plus its envelope ({id, op, line}). */
 export const MAX_REQUEST_BYTES = MAX_LINE_BYTES + 64 * 1024;
@@ -138,6 +138,20 @@ export function optionalCountParam(params: Record<string, unknown>, name: string
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum) throw badRequest(`"${name}" must be a whole number ≥ ${minimum}`);
   return value;
+}
+
+/**
+ * A message of an `ingest` request as the NDJSON line the CLI would have read: its JSON text, or a
+ * bad line when that text is over the per-line cap or nests too deep. The server judges each
+ * message so, and `ingest --socket` judges each message it is about to send the same way (the text
+ * it sends can be longer than the line it read: JSON.stringify writes 1e20 as 21 digits).
+ */
+export function messageLine(line: number, message: unknown): NdjsonLine {
+  // Too deep to stringify (the stack would overflow): a bad line, not an internal error.
+  if (jsonDepthExceeds(message)) return { line, error: 'too-deep', bytes: 0 };
+  const text = JSON.stringify(message) ?? 'null';
+  const bytes = Buffer.byteLength(text);
+  return bytes > MAX_LINE_BYTES ? { line, error: 'too-long', bytes } : { line, text, receivedAt: Date.now() };
 }
 
 export function encodeLine(value: Response | Push): string {
