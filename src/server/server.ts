@@ -173,6 +173,17 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
     });
   }
 
+  /**
+   * An engine replaced by a reload is forgotten once its runs, drains and quiet windows are over
+   * (no new work reaches it: requests use the current one). Kept for ever, every SIGHUP leaked a
+   * whole engine context — config, routing table, queue runtime — for the life of the server.
+   */
+  private retireWhenIdle(engine: EngineContext): void {
+    void waitForQueueWork(engine).then(() => {
+      if (engine !== this.current.engine) this.engines.delete(engine);
+    });
+  }
+
   /** Takes over queues whose owner died (a killed server, a crashed ingest): they run here now. */
   async resumeQueues(): Promise<number> {
     try {
@@ -360,7 +371,7 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
       messages: { results: this.counters.results, errors: this.counters.messageErrors, queued: this.ingestQueue.queued, batches: this.ingestQueue.batches },
       pushes: this.counters.pushes,
       activeRuns: this.activeRuns.size,
-      reloads: { applied: this.counters.reloads, rejected: this.counters.failedReloads },
+      reloads: { applied: this.counters.reloads, rejected: this.counters.failedReloads, retained: this.engines.size },
       maintain: this.maintainSchedule.status(),
     };
   }
@@ -370,8 +381,10 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
     this.reloading = this.reloading.then(async () => {
       try {
         const next = await this.options.loadEngine();
+        const previous = this.current.engine;
         this.attach(next.engine);
         this.current = next;
+        this.retireWhenIdle(previous);
         this.maintainSchedule.arm(); // the interval may have changed
         this.counters.reloads++;
         this.log(`switchboard serve: config reloaded from ${next.configPath ?? '(built-in defaults)'}`);

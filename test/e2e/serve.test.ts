@@ -360,7 +360,7 @@ describe('lifecycle: SIGTERM drains, SIGHUP reloads', { timeout: 60_000 }, () =>
     assert.equal(route.agentId, 'work');
     assert.equal(route.matchedBy, 'binding.channel');
     const status = await client.request<any>('status');
-    assert.deepEqual(status.reloads, { applied: 1, rejected: 1 });
+    assert.deepEqual(status.reloads, { applied: 1, rejected: 1, retained: 1 });
     await client.close();
     await server.stop();
   });
