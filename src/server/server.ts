@@ -455,7 +455,7 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
     for (const client of clients) client.close(notice, answerWaiting);
     await Promise.race([Promise.all(clients.map((client) => client.whenClosed())), delay(1_500)]);
     for (const client of this.clients) client.destroy();
-    // Closing the listener removes the socket file (libuv unlinks what it bound).
+    // The listener was bound under a temporary name (see bindSocket): closing it leaves the path alone.
     await Promise.race([new Promise<void>((resolve) => this.netServer.close(() => resolve())), delay(1_000)]);
     await removeOwnSocket(this.socketPath, this.identity);
     unmountMemoryVolume(this.incognito);

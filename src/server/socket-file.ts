@@ -1,6 +1,7 @@
 // The socket file: where it lives, the private folder around it, and claiming it for one server
 // (a live owner refuses the start, a dead owner's leftover file is replaced) with mode 0600.
 
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -183,6 +184,33 @@ async function listenOnce(server: net.Server, socketPath: string): Promise<NodeJ
 }
 
 /**
+ * Binds `server` to the socket path: under a temporary name beside it, then hard-linked into place.
+ * libuv unlinks the path a listener was bound to when it is closed (at exit too), whatever that
+ * path holds by then: when a server's socket file had been removed and another server started on
+ * the path, stopping the first deleted the second one's socket and left it running unreachable.
+ * Bound to a name of its own, a listener can only ever unlink that name. link() fails rather than
+ * replace a file put at the path meanwhile, reported as EADDRINUSE as a bind would be. Where the
+ * temporary name would be too long, or the file system refuses hard links, the path is bound directly.
+ */
+async function bindSocket(server: net.Server, socketPath: string): Promise<NodeJS.ErrnoException | null> {
+  const bindPath = path.join(path.dirname(socketPath), `.sb-${randomBytes(4).toString('hex')}`);
+  if (Buffer.byteLength(bindPath) > MAX_SOCKET_PATH_BYTES) return listenOnce(server, socketPath);
+  const failure = await listenOnce(server, bindPath);
+  if (failure !== null) return failure;
+  try {
+    await fsp.link(bindPath, socketPath);
+  } catch (err) {
+    await new Promise<void>((resolve) => server.close(() => resolve())); // unlinks bindPath
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return Object.assign(new Error(`${socketPath} exists`), { code: 'EADDRINUSE' });
+    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'EMLINK') return listenOnce(server, socketPath);
+    return err as NodeJS.ErrnoException;
+  }
+  await fsp.unlink(bindPath).catch(() => undefined);
+  return null;
+}
+
+/**
  * Binds `server` to the socket path for this process alone. Start-ups are serialised by a lock
  * next to the socket, so two servers starting at once cannot both decide a file is stale.
  */
@@ -202,7 +230,7 @@ export async function claimSocket(server: net.Server, socketPath: string, onStal
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('remove the stale socket', socketPath, err);
         }
       }
-      const failure = await listenOnce(server, socketPath);
+      const failure = await bindSocket(server, socketPath);
       if (failure === null) break;
       // Someone outside our lock (an older switchboard, another program) bound it in between.
       if (failure.code === 'EADDRINUSE' && attempt === 0) continue;
