@@ -28,7 +28,7 @@ import {
 } from '../policy/index.js';
 import { addRecordRoute, type SessionEntry, type SessionStore } from '../store/index.js';
 import { planContextFor, planMessageOf, requesterOf, messageRecord } from './addressed.js';
-import type { Addressed, AdmitEnv, Outcome } from './admission-types.js';
+import type { Addressed, AdmitEnv, BatchEffects, Outcome } from './admission-types.js';
 import { beforeResetFor } from './before-reset.js';
 import {
   THIS_PROCESS,
@@ -95,6 +95,17 @@ function planContextOf(env: AdmitEnv, sessionKey: string): PlanContext {
   let planContext = bySession.get(sessionKey);
   if (planContext === undefined) bySession.set(sessionKey, (planContext = planContextFor(env.ctx, env.location, sessionKey, env.now, env.removed.get(sessionKey))));
   return planContext;
+}
+
+/**
+ * The entries in-process runs are to see, copied as they stand at the end of the round's admission.
+ * admitOne used to copy the whole entry for every message: with a run going, every message's
+ * records wait in the entry's outbox, so a batch of n messages to a busy session copied O(n²)
+ * (5 000 messages: ~36 s with the event loop held, so `serve` answered nobody, not even `status`).
+ * Only the last view of each session was ever used.
+ */
+export function snapshotObserved(effects: BatchEffects): void {
+  for (const [key, entry] of effects.observe) effects.observe.set(key, structuredClone(entry));
 }
 
 /** Plans one message against the store being updated: queue admission for agents with a runner, else the record-only plan. */
@@ -190,7 +201,8 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
   item.outcome = outcome;
   const finish = (): void => {
     store[key] = entry as SessionEntry;
-    if (entry.activeRun && isThisProcess(entry.activeRun)) effects.observe.set(sessionRefKey(ref), structuredClone(entry));
+    // The view is copied once the round's admission is over (snapshotObserved), not per message.
+    if (entry.activeRun && isThisProcess(entry.activeRun)) effects.observe.set(sessionRefKey(ref), entry);
   };
   const abortActive = (reason: string): void => {
     if (!entry.activeRun) return;

@@ -25,7 +25,7 @@ import {
   type StoreLocation,
   type StoreTransaction,
 } from '../store/index.js';
-import { admitItem } from './admission.js';
+import { admitItem, snapshotObserved } from './admission.js';
 import type { AdmitEnv, Addressed, BatchEffects } from './admission-types.js';
 import { messageRecord } from './addressed.js';
 import { sessionLockOptions, storeWriteOptions, transcriptPathIn, type EngineContext } from './context.js';
@@ -210,7 +210,10 @@ async function planRound(
         break;
       }
     }
-    if (!retry) return { effects, failed };
+    if (!retry) {
+      snapshotObserved(effects);
+      return { effects, failed };
+    }
   }
 }
 
