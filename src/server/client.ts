@@ -459,6 +459,12 @@ async function followRuns(
   slotsAdded: () => number,
 ) {
   const early: { event: Record<string, unknown>; slotsBefore: number }[] = [];
+  /**
+   * Set by untilIdle: every answer is in, so the sessions are known for good and an event of
+   * another session is dropped at once. It used to be kept: a wait for a long run on a busy server
+   * piled up every other session's events (80 000 of them: 58 MiB) until the run ended.
+   */
+  let settled = false;
   const running = new Set<string>();
   const ended = new Set<string>();
   let forwarding: Promise<void> = Promise.resolve();
@@ -475,7 +481,7 @@ async function followRuns(
     if (type === 'result' || type === 'error' || type === 'shutdown') return;
     const event = { type, ...fields };
     if (sessions.has(fields.sessionKey as string)) forward(event);
-    else early.push({ event, slotsBefore: slotsAdded() });
+    else if (!settled) early.push({ event, slotsBefore: slotsAdded() });
   });
   await client.request('subscribe', {});
   const sessionsGrew = async (slotsDelivered: number): Promise<void> => {
@@ -488,6 +494,7 @@ async function followRuns(
   };
   /** True once no session of ours has a run or waiting work and every run seen to start has ended. */
   const untilIdle = async (): Promise<boolean> => {
+    settled = true;
     early.length = 0;
     try {
       // A run of the server's that was already going when these messages came (so its run_started
