@@ -1,6 +1,7 @@
 // What each socket op does: thin adapters from a request's fields to the engine's and routing's
 // public functions, returning the same JSON shapes the CLI prints.
 
+import path from 'node:path';
 import { MAX_JSON_DEPTH, jsonDepthExceeds, type NdjsonLine } from '../core/index.js';
 import {
   abortSession,
@@ -92,6 +93,8 @@ async function sessionsList(params: Record<string, unknown>, ctx: OpContext): Pr
   const agent = optionalStringParam(params, 'agent');
   const allAgents = optionalBooleanParam(params, 'allAgents');
   const store = optionalStringParam(params, 'store');
+  // The server's working directory is no place the client knows of, and a NUL is no path.
+  if (store !== undefined && (!path.isAbsolute(store) || store.includes('\u0000'))) throw badRequest('"store" must be an absolute path to a sessions.json');
   if ([agent !== undefined, allAgents === true, store !== undefined].filter(Boolean).length > 1) {
     throw badRequest('"agent", "allAgents" and "store" exclude each other');
   }

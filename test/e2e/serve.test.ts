@@ -400,6 +400,12 @@ describe('requests', { timeout: 60_000 }, () => {
     bad.send({ id: 'w3', op: 'sessions.list', limit: -1 });
     answer = await bad.next();
     assert.deepEqual([answer.id, answer.error.code], ['w3', 'BAD_INPUT']);
+    // A store path the client cannot mean: relative (to the server's cwd) or holding a NUL.
+    for (const store of ['agents/main/sessions/sessions.json', '/tmp/x\u0000/sessions.json']) {
+      bad.send({ id: 'w4', op: 'sessions.list', store });
+      answer = await bad.next();
+      assert.deepEqual([answer.id, answer.error.code], ['w4', 'BAD_INPUT'], JSON.stringify(answer));
+    }
     bad.send({ id: { nested: true }, op: 'status' });
     answer = await bad.next();
     assert.deepEqual([answer.id, answer.error.code], [null, 'BAD_INPUT']);
