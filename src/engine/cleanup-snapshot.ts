@@ -11,6 +11,7 @@ import {
   parseArchiveName,
   parseKeptCopyName,
   readSessionStore,
+  transcriptFileNameIn,
   transcriptSharing,
   type SessionEntry,
   type SessionStore,
@@ -65,6 +66,22 @@ export function sharedKeysIn(store: SessionStore): ProtectedKey[] {
   return transcriptSharing(store).groups().flatMap((group) => group.keys.map((key): ProtectedKey => ({ key, reason: 'unusable' })));
 }
 
+/**
+ * The files of the folder that an entry's sessionFile names, whatever the entry's shape. An
+ * unusable row (one naming an archive, say) is left for the user to fix or `sessions delete`,
+ * which archives the file: until then it is that conversation's only copy, so a file so named is
+ * never an archive that retention or the disk budget may delete.
+ */
+export function filesNamedByEntries(location: StoreLocation, store: SessionStore): Set<string> {
+  const names = new Set<string>();
+  for (const entry of Object.values(store)) {
+    const sessionFile = (entry as { sessionFile?: unknown } | null)?.sessionFile;
+    const name = typeof sessionFile === 'string' ? transcriptFileNameIn(sessionFile, location.sessionsDir) : null;
+    if (name !== null) names.add(name);
+  }
+  return names;
+}
+
 function modelOf(entry: SessionEntry): string | null {
   const model = entry.modelOverride ?? entry.model;
   return typeof model === 'string' ? model : null;
@@ -110,10 +127,13 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
   const archives: MaintenanceSnapshot['archives'][number][] = [];
   const unreferenced: MaintenanceSnapshot['unreferenced'][number][] = [];
   const storeBackups: MaintenanceSnapshot['storeBackups'][number][] = [];
+  const namedByEntries = filesNamedByEntries(location, store);
   const backupPattern = new RegExp(`^${storeFileName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.bak\\.(\\d+)$`);
   const toStat: { name: string; apply: (size: number, mtimeMs: number) => void }[] = [];
   for (const name of files) {
     const archive = parseArchiveName(name);
+    // An archive- or copy-shaped name that an entry names is that entry's file: kept, not counted.
+    if ((archive !== null || parseKeptCopyName(name) !== null) && namedByEntries.has(name)) continue;
     if (archive !== null) {
       toStat.push({ name, apply: (bytes) => archives.push({ name, reason: archive.reason, archivedAt: archive.archivedAt, bytes }) });
       continue;
