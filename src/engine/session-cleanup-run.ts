@@ -131,17 +131,32 @@ export async function cleanupSessions(ctx: EngineContext, options: SessionCleanu
   return { mode: settings.mode, dryRun, stores, exitCode };
 }
 
-/** Active keys as the store spells them: explicit-key rules (a bare `foo` → `agent:<owner>:foo`). */
+/**
+ * Active keys as the store spells them: explicit-key rules (a bare `foo` → `agent:<owner>:foo`),
+ * and the key as typed too — a Signal group's or Matrix room's key keeps its case in the store,
+ * and that is the key `sessions` lists (keeping too much is safe).
+ */
 export function normalizeActiveKeys(ctx: EngineContext, keys: readonly string[] | undefined): string[] {
   return (keys ?? []).flatMap((key) => {
     try {
-      return [normalizeExplicitSessionKey(key, ctx.table.owner)];
+      const normalized = normalizeExplicitSessionKey(key, ctx.table.owner);
+      return [...new Set([normalized, asTyped(key, normalized)])];
     } catch (err) {
       // A bare key with no owner: it protects that key of every agent (keeping too much is safe).
-      if (err instanceof SwitchboardError && err.code === 'NO_OWNER') return knownAgentIds(ctx).map((id) => `agent:${id}:${key.trim().toLowerCase()}`);
+      if (err instanceof SwitchboardError && err.code === 'NO_OWNER') {
+        return knownAgentIds(ctx).flatMap((id) => [...new Set([`agent:${id}:${key.trim().toLowerCase()}`, `agent:${id}:${key.trim()}`])]);
+      }
       return [key.trim()];
     }
   });
+}
+
+/** The normalized key with the typed key's own case (a bare key keeps its `agent:<owner>:` prefix). */
+function asTyped(raw: string, normalized: string): string {
+  const typed = raw.trim();
+  const lower = typed.toLowerCase();
+  if (lower.startsWith('agent:') || !normalized.endsWith(lower)) return typed;
+  return `${normalized.slice(0, normalized.length - lower.length)}${typed}`;
 }
 
 /** Plans (and, in enforce mode without dry-run, applies) the cleanup of one store. */
