@@ -96,7 +96,7 @@ function upkeepFor(
   lastPruneScan: Map<string, number>,
   estimates: Map<string, DiskEstimate>,
 ): StoreUpkeep {
-  return async (store, tx) => {
+  return async (store, tx, touched) => {
     const now = ctx.clock.now();
     // agentId is not needed by the rules below; the folder is the store's.
     const location: StoreLocation = { agentId: '', storePath, sessionsDir: path.dirname(storePath) };
@@ -105,7 +105,7 @@ function upkeepFor(
     const scanDue = settings.pruneAfterMs !== null && !(now - (lastPruneScan.get(storePath) ?? Number.NEGATIVE_INFINITY) < PRUNE_SCAN_INTERVAL_MS);
     if (!overCap && !scanDue && !measureDue) return null;
     if (scanDue) lastPruneScan.set(storePath, now);
-    if (!measureDue) return removeOverCaps(ctx, settings, location, store, tx, now, null);
+    if (!measureDue) return removeOverCaps(ctx, settings, location, store, tx, now, null, touched);
     // One scan measures the folder and plans entry caps and budget together, as `sessions cleanup` does.
     const previous = estimates.get(storePath);
     const earlyScan = previous !== undefined && now - previous.measuredAt < BUDGET_MEASURE_INTERVAL_MS;
@@ -119,7 +119,7 @@ function upkeepFor(
       estimate.seen.set(entry.key, store[entry.key]?.updatedAt);
       if (entry.transcript.name !== null) estimate.sizes.set(entry.transcript.name, entry.transcript.bytes);
     }
-    const finish = await removeOverCaps(ctx, settings, location, store, tx, now, built.snapshot, (plan) => {
+    const finish = await removeOverCaps(ctx, settings, location, store, tx, now, built.snapshot, touched, (plan) => {
       const budget = plan.diskBudget;
       estimate.bytes = budget === null ? 0 : budget.totalBytesAfter;
       if (earlyScan && budget !== null && !budget.overBudget) {
@@ -182,6 +182,7 @@ async function removeOverCaps(
   tx: StoreTransaction,
   now: number,
   measured: MaintenanceSnapshot | null,
+  touched: ReadonlySet<string>,
   onPlan: (plan: CleanupPlan) => void = () => undefined,
 ) {
   const entries: readonly EntrySnapshot[] =
@@ -207,6 +208,10 @@ async function removeOverCaps(
     maxDiskBytes: withBudget ? settings.maxDiskBytes : null,
     highWaterBytes: withBudget ? settings.highWaterBytes : null,
   };
+  // The budget never evicts a session this very write records into (OpenClaw's budget spares its
+  // activeSessionKey likewise): its bytes still count, it is just the last to go — at a later
+  // write. Evicted here, a message was answered `persisted` after its transcript was deleted.
+  // Caps and pruning archive what they remove, so they still apply to it.
   const leaving: PlannedSession[] = [];
   const toArchive = new Set<string>();
   const held: HeldLocks[] = [];
@@ -237,7 +242,7 @@ async function removeOverCaps(
       budgetRemovals = budgetStep?.step === 'disk-budget' ? budgetStep.removals : [];
       const taken = new Set(leaving.map((s) => s.key));
       const fresh = plan.sessions
-        .filter((s) => (s.action === 'prune-stale' || s.action === 'cap-overflow' || s.action === 'evict-budget') && !taken.has(s.key))
+        .filter((s) => (s.action === 'prune-stale' || s.action === 'cap-overflow' || (s.action === 'evict-budget' && !touched.has(s.key))) && !taken.has(s.key))
         .sort((a, b) => (a.updatedAt ?? Number.NEGATIVE_INFINITY) - (b.updatedAt ?? Number.NEGATIVE_INFINITY))
         .slice(0, Math.max(0, MAX_REMOVALS_PER_WRITE - leaving.length));
       for (const step of plan.steps) if (step.step === 'archive-transcripts') for (const file of step.files) toArchive.add(file.key);

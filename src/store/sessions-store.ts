@@ -98,7 +98,11 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * store save). It returns what to do once the write is over (archive what it removed, let go of
  * the locks it took) — `written` says whether its removals reached the file — or null.
  */
-export type StoreUpkeep = (store: SessionStore, tx: StoreTransaction) => Promise<StoreUpkeepFinish | null>;
+/**
+ * `touched`: the keys this batch's mutators added or whose updatedAt they changed — the sessions
+ * being written right now, whose callers are answered once the file (and the upkeep) is done.
+ */
+export type StoreUpkeep = (store: SessionStore, tx: StoreTransaction, touched: ReadonlySet<string>) => Promise<StoreUpkeepFinish | null>;
 export type StoreUpkeepFinish = (written: boolean) => Promise<void>;
 
 /** Which upkeep (if any) a store gets: set once by the engine; store/ knows no policy. */
@@ -109,14 +113,31 @@ export function setStoreUpkeepProvider(provider: ((storePath: string) => StoreUp
 }
 
 /** Upkeep is best effort: a failure leaves the batch as its callers made it (the schedule catches up). */
-async function startUpkeep(storePath: string, store: SessionStore, tx: StoreTransaction): Promise<StoreUpkeepFinish | null> {
+async function startUpkeep(storePath: string, store: SessionStore, tx: StoreTransaction, updatedBefore: ReadonlyMap<string, unknown>): Promise<StoreUpkeepFinish | null> {
   const upkeep = upkeepProvider?.(storePath) ?? null;
   if (upkeep === null) return null;
   try {
-    return await upkeep(store, tx);
+    return await upkeep(store, tx, touchedKeys(updatedBefore, store));
   } catch {
     return null;
   }
+}
+
+/** Each key's updatedAt as read, before the batch's mutators run (they change the store in place). */
+function updatedAtByKey(store: SessionStore | undefined): Map<string, unknown> {
+  const byKey = new Map<string, unknown>();
+  for (const key in store) if (Object.hasOwn(store, key)) byKey.set(key, (store[key] as { updatedAt?: unknown } | null)?.updatedAt);
+  return byKey;
+}
+
+/** The keys the batch added, or whose updatedAt it changed. */
+function touchedKeys(updatedBefore: ReadonlyMap<string, unknown>, store: SessionStore): Set<string> {
+  const touched = new Set<string>();
+  for (const key in store) {
+    if (!Object.hasOwn(store, key)) continue;
+    if (!updatedBefore.has(key) || !Object.is(updatedBefore.get(key), (store[key] as { updatedAt?: unknown } | null)?.updatedAt)) touched.add(key);
+  }
+  return touched;
 }
 
 const queues = new Map<string, StoreQueue>();
@@ -297,8 +318,9 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
           delete working[key];
         },
       };
+      const updatedBefore = first.skipUpkeep ? new Map<string, unknown>() : updatedAtByKey(original?.store);
       const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch, tx);
-      const finishUpkeep = first.skipUpkeep ? null : await startUpkeep(storePath, store, tx);
+      const finishUpkeep = first.skipUpkeep ? null : await startUpkeep(storePath, store, tx, updatedBefore);
       let written = false;
       // The outcomes go out once the file is durable; with upkeep to finish, once it is finished
       // too (the archives and transcripts it removes are gone), so that a caller who is answered
