@@ -68,9 +68,9 @@ export function sharedKeysIn(store: SessionStore): ProtectedKey[] {
 
 /**
  * The files of the folder that an entry's sessionFile names, whatever the entry's shape. An
- * unusable row (one naming an archive, say) is left for the user to fix or `sessions delete`,
- * which archives the file: until then it is that conversation's only copy, so a file so named is
- * never an archive that retention or the disk budget may delete.
+ * unusable row (a field of the wrong type, a name of an archive) is left for the user to fix or
+ * `sessions delete`: until then the file it names is that conversation, so it is never an
+ * orphan or an archive that retention or the disk budget may delete.
  */
 export function filesNamedByEntries(location: StoreLocation, store: SessionStore): Set<string> {
   const names = new Set<string>();
@@ -152,7 +152,8 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
     // A transcript nobody references and nobody holds: an orphan only the disk budget removes. So
     // is an OpenClaw artifact (trajectory, checkpoint) of an instance no entry names: OpenClaw's
     // own budget removes those too; one of a live entry is kept (session-artifacts.ts).
-    if ((name.endsWith(TRANSCRIPT_SUFFIX) || isSessionArtifact(name, references.transcripts)) && !references.isReferenced(name) && !locked.has(name)) {
+    // An unusable entry's file is its own too (protected like the entry), not an orphan.
+    if ((name.endsWith(TRANSCRIPT_SUFFIX) || isSessionArtifact(name, references.transcripts)) && !references.isReferenced(name) && !namedByEntries.has(name) && !locked.has(name)) {
       toStat.push({ name, apply: (bytes, mtimeMs) => unreferenced.push({ name, bytes, mtimeMs }) });
     }
   }
