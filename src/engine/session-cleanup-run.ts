@@ -15,7 +15,7 @@ import {
   type PlannedSession,
   type SessionAction,
 } from '../policy/index.js';
-import { normalizeExplicitSessionKey } from '../routing/index.js';
+import { explicitSessionKeyAsTyped, normalizeExplicitSessionKey } from '../routing/index.js';
 import type { StoreLocation } from '../store/index.js';
 import { knownAgentIds, type EngineContext } from './context.js';
 import { buildMaintenanceSnapshot, type BusyKeysProvider } from './cleanup-snapshot.js';
@@ -140,7 +140,7 @@ export function normalizeActiveKeys(ctx: EngineContext, keys: readonly string[] 
   return (keys ?? []).flatMap((key) => {
     try {
       const normalized = normalizeExplicitSessionKey(key, ctx.table.owner);
-      return [...new Set([normalized, asTyped(key, normalized)])];
+      return [...new Set([normalized, explicitSessionKeyAsTyped(key, normalized)])];
     } catch (err) {
       // A bare key with no owner: it protects that key of every agent (keeping too much is safe).
       if (err instanceof SwitchboardError && err.code === 'NO_OWNER') {
@@ -149,14 +149,6 @@ export function normalizeActiveKeys(ctx: EngineContext, keys: readonly string[] 
       return [key.trim()];
     }
   });
-}
-
-/** The normalized key with the typed key's own case (a bare key keeps its `agent:<owner>:` prefix). */
-function asTyped(raw: string, normalized: string): string {
-  const typed = raw.trim();
-  const lower = typed.toLowerCase();
-  if (lower.startsWith('agent:') || !normalized.endsWith(lower)) return typed;
-  return `${normalized.slice(0, normalized.length - lower.length)}${typed}`;
 }
 
 /** Plans (and, in enforce mode without dry-run, applies) the cleanup of one store. */

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { SwitchboardError, normalizeAgentId, systemClock, toSwitchboardError } from '../core/index.js';
 import { evaluateFreshness, resetPolicyFor, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
-import { normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
+import { explicitSessionKeyAsTyped, normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
 import {
   DEFAULT_ACQUIRE_TIMEOUT_MS,
   appendEntries,
@@ -74,6 +74,8 @@ export async function findSession(ctx: EngineContext, keyOrId: string, selection
     if (err instanceof SwitchboardError && err.code === 'NO_OWNER') noOwner = noCommandAgent(ctx, `session key "${wanted}"`);
     key = undefined;
   }
+  // A key that keeps its case in the store (a Signal group's, a Matrix room's), given as listed.
+  const typedKey = key === undefined ? undefined : explicitSessionKeyAsTyped(wanted, key);
   const stores =
     selection.storePath || selection.agent
       ? selectStores(ctx, selection)
@@ -86,6 +88,7 @@ export async function findSession(ctx: EngineContext, keyOrId: string, selection
     seen.add(location.storePath);
     const store = await readSessionStore(location.storePath);
     if (key && Object.hasOwn(store, key)) return { location, key, entry: store[key] };
+    if (typedKey !== undefined && Object.hasOwn(store, typedKey)) return { location, key: typedKey, entry: store[typedKey] };
     for (const [candidate, entry] of Object.entries(store)) {
       if (entry.sessionId === wanted) return { location, key: candidate, entry };
     }

@@ -11,6 +11,7 @@ export {
   parseSessionKey,
   appendThreadSuffix,
   normalizeExplicitSessionKey,
+  explicitSessionKeyAsTyped,
   cronSessionKey,
   normalizeMainKey,
   lookupIdentityLink,

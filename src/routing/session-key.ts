@@ -237,6 +237,19 @@ export function normalizeExplicitSessionKey(raw: string, defaultAgentId: string 
   return `agent:${defaultAgentId}:${key}`;
 }
 
+/**
+ * The key normalizeExplicitSessionKey made from `raw`, with `raw`'s own case: a Signal group's or a
+ * Matrix room's key keeps its case in the store (keepsCase), and that is the key `sessions` lists,
+ * so a command given a key as listed looks this one up too. A bare key keeps the `agent:<owner>:`
+ * prefix it was given; a full key is the key as typed.
+ */
+export function explicitSessionKeyAsTyped(raw: string, normalized: string): string {
+  const typed = raw.trim();
+  const lower = typed.toLowerCase();
+  if (lower.startsWith('agent:') || !normalized.endsWith(lower)) return typed;
+  return `${normalized.slice(0, normalized.length - lower.length)}${typed}`;
+}
+
 /** The cron key family: `agent:<agentId>:cron:<jobId>`. */
 export function cronSessionKey(agentId: string, jobId: string): string {
   const job = jobId.trim().toLowerCase();

@@ -248,3 +248,28 @@ describe('a reset and what waited for the old instance', () => {
     assert.deepEqual(jsonLines(text.stdout), [{ items: [], active: [] }]);
   });
 });
+
+describe('a key that keeps its case (a Signal group, a Matrix room)', () => {
+  test('is found as sessions lists it, by show, transcript and reset', async () => {
+    const dir = tempDir();
+    const config = writeJson(path.join(dir, 'c.json'), { session: { dmScope: 'per-peer' } });
+    const common = ['--state-dir', dir, '--config', config];
+    const r = await runCli(['ingest', '--no-wait', ...common], { input: line({ channel: 'signal', peer: { kind: 'group', id: 'AbCdEf' }, text: 'hi', messageId: 'm1' }) });
+    assert.equal(r.code, 0, r.stderr);
+    const listed = jsonLines((await runCli(['sessions', '--json', ...common])).stdout)[0].sessions.map((row: { key: string }) => row.key);
+    assert.deepEqual(listed, ['agent:main:signal:group:AbCdEf']);
+    for (const key of [listed[0], 'signal:group:AbCdEf']) {
+      const shown = await runCli(['sessions', 'show', key, '--json', ...common]);
+      assert.equal(shown.code, 0, `${key}: ${shown.stderr}`);
+      assert.equal(jsonLines(shown.stdout)[0].key, listed[0]);
+      const transcript = await runCli(['sessions', 'transcript', key, '--json', ...common]);
+      assert.equal(transcript.code, 0, transcript.stderr);
+      assert.ok(jsonLines(transcript.stdout).some((record) => record.message?.content?.[0]?.text === 'hi'));
+    }
+    const reset = await runCli(['sessions', 'reset', listed[0], '--yes', '--json', ...common]);
+    assert.equal(reset.code, 0, reset.stderr);
+    // The lower-cased key is another address, which no session has.
+    const other = await runCli(['sessions', 'show', 'agent:main:signal:group:abcdef', '--json', ...common]);
+    assert.equal(other.code, 66);
+  });
+});
