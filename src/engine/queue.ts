@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { SwitchboardError } from '../core/index.js';
 import type { ProtectedKey } from '../policy/index.js';
-import { normalizeExplicitSessionKey } from '../routing/index.js';
+import { explicitSessionKeyAsTyped, normalizeExplicitSessionKey } from '../routing/index.js';
 import { checkSessionEntry, isInMemory, readSessionStore, sessionEntryProblem, updateSessionStore, type SessionStore, type StoreLocation } from '../store/index.js';
 import { incognitoStoreFor, knownAgentIds, noCommandAgent, noSuchSession, storeWriteOptions, type EngineContext } from './context.js';
 import { userInfo } from 'node:os';
@@ -96,7 +96,9 @@ function sessionFilter(ctx: EngineContext, session: string | undefined): Session
     if (err instanceof SwitchboardError && err.code === 'NO_OWNER') noOwner = noCommandAgent(ctx, `session key "${wanted}"`);
     key = undefined;
   }
-  return { wanted, matches: (candidate, entry) => candidate === key || entry.sessionId === wanted, noOwner };
+  // A key that keeps its case in the store (a Signal group's, a Matrix room's), given as listed.
+  const typedKey = key === undefined ? undefined : explicitSessionKeyAsTyped(wanted, key);
+  return { wanted, matches: (candidate, entry) => candidate === key || candidate === typedKey || entry.sessionId === wanted, noOwner };
 }
 
 /** Whether the entry holds any queue state at all (most do not: they need no shape check here). */

@@ -250,7 +250,7 @@ describe('a reset and what waited for the old instance', () => {
 });
 
 describe('a key that keeps its case (a Signal group, a Matrix room)', () => {
-  test('is found as sessions lists it, by show, transcript and reset', async () => {
+  test('is found as sessions lists it, by show, transcript, queue list and reset', async () => {
     const dir = tempDir();
     const config = writeJson(path.join(dir, 'c.json'), { session: { dmScope: 'per-peer' } });
     const common = ['--state-dir', dir, '--config', config];
@@ -266,6 +266,8 @@ describe('a key that keeps its case (a Signal group, a Matrix room)', () => {
       assert.equal(transcript.code, 0, transcript.stderr);
       assert.ok(jsonLines(transcript.stdout).some((record) => record.message?.content?.[0]?.text === 'hi'));
     }
+    const queue = await runCli(['queue', 'list', '--session', listed[0], '--json', ...common]);
+    assert.equal(queue.code, 0, queue.stderr);
     const reset = await runCli(['sessions', 'reset', listed[0], '--yes', '--json', ...common]);
     assert.equal(reset.code, 0, reset.stderr);
     // The lower-cased key is another address, which no session has.
