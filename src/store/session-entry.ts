@@ -388,7 +388,7 @@ export function sessionEntryProblem(entry: unknown, sessionsDir: string): Sessio
   const row = entry as Record<string, unknown>;
   const sessionId = row.sessionId;
   if (!isSessionId(sessionId)) {
-    return { field: 'sessionId', reason: `sessionId ${describeValue(sessionId)} is not a valid session id` };
+    return { field: 'sessionId', reason: sessionId === undefined ? 'sessionId is missing' : `sessionId ${describeValue(sessionId)} is not a valid session id` };
   }
   if (row.sessionFile !== undefined) {
     const name = typeof row.sessionFile === 'string' ? transcriptFileNameIn(row.sessionFile, sessionsDir) : row.sessionFile;
@@ -396,7 +396,7 @@ export function sessionEntryProblem(entry: unknown, sessionsDir: string): Sessio
     const problem = transcriptNameProblem(name, sessionId);
     if (problem !== null) return { field: 'sessionFile', reason: `sessionFile ${problem}` };
   }
-  if (!isTime(row.updatedAt)) return { field: 'updatedAt', reason: `updatedAt is ${describeValue(row.updatedAt)}, not a time in epoch ms` };
+  if (!isTime(row.updatedAt)) return { field: 'updatedAt', reason: row.updatedAt === undefined ? 'updatedAt is missing' : `updatedAt is ${describeValue(row.updatedAt)}, not a time in epoch ms` };
   for (let i = 0; i < ENTRY_TIMES.length; i++) {
     const field = ENTRY_TIMES[i]!;
     const value = row[field];
