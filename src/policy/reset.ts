@@ -285,7 +285,9 @@ function usableTime(value: number | null | undefined): number | undefined {
  *   sessionStartedAt for a session that never had an interaction. Its expiry is anchor + idle.
  * * Both stale: the earlier expiry names the reason; on a tie, daily.
  * * A timestamp in the future (clock moved back, hand-edited store) switches its check off rather
- *   than guessing; a missing sessionStartedAt switches the daily check off.
+ *   than guessing. Without a sessionStartedAt (OpenClaw's own reset writes none) the daily check
+ *   is anchored at lastInteractionAt — the instance began no later than that — and is off while
+ *   there is neither.
  * * nextResetAt is exact to the millisecond: evaluating at nextResetAt - 1 is fresh, at
  *   nextResetAt stale (idle expiry + 1, because idle is "strictly after").
  */
@@ -293,8 +295,8 @@ export function evaluateFreshness(times: SessionTimes, policy: ResetPolicy, now:
   if (!Number.isFinite(now)) throw new SwitchboardError('BAD_INPUT', `now: ${String(now)} is not a time`);
   if (policy.mode === 'none') return { fresh: true };
 
-  const startedAt = usableTime(times.sessionStartedAt);
-  const idleAnchor = usableTime(times.lastInteractionAt) ?? startedAt;
+  const idleAnchor = usableTime(times.lastInteractionAt) ?? usableTime(times.sessionStartedAt);
+  const startedAt = usableTime(times.sessionStartedAt) ?? idleAnchor;
 
   let dailyStale = false;
   let dailyNextAt: number | undefined;

@@ -281,6 +281,11 @@ describe('evaluateFreshness', () => {
     assert.deepEqual(evaluateFreshness({ sessionStartedAt: Number.NaN }, policy({}), now), { fresh: true });
   });
 
+  it('without a sessionStartedAt (OpenClaw\'s reset writes none) the daily check is anchored at lastInteractionAt', () => {
+    assert.equal(evaluateFreshness({ lastInteractionAt: now - 2 * 86_400_000 }, policy({}), now).staleReason, 'daily');
+    assert.equal(evaluateFreshness({ lastInteractionAt: now - MINUTE }, policy({}), now).fresh, true);
+  });
+
   it('rejects a policy with an invalid zone and a non-finite now', () => {
     assertConfigInvalid(() => evaluateFreshness({ sessionStartedAt: 0 }, policy({ timezone: 'Not/AZone', source: 'session.reset' }), now),
       'session.reset.timezone');
