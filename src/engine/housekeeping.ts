@@ -404,7 +404,9 @@ function candidateOf(key: string, entry: SessionEntry): ResetCandidate {
     sessionStartedAt: entry.sessionStartedAt,
     lastInteractionAt: entry.lastInteractionAt,
     channel: entry.channel,
+    chatType: entry.chatType,
     origin: (entry.origin ?? null) as ResetCandidate['origin'],
+    deliveryContext: (entry.deliveryContext ?? null) as ResetCandidate['deliveryContext'],
   };
 }
 

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { SwitchboardError, normalizeAgentId, systemClock, toSwitchboardError } from '../core/index.js';
-import { evaluateFreshness, resetPolicyFor, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
+import { evaluateFreshness, resetPolicyFor, resetRouteOf, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
 import { explicitSessionKeyAsTyped, normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
 import {
   DEFAULT_ACQUIRE_TIMEOUT_MS,
@@ -107,8 +107,7 @@ export interface SessionDetails extends FoundSession {
 export async function showSession(ctx: EngineContext, keyOrId: string, selection: StoreSelection = {}): Promise<SessionDetails> {
   const found = await findSession(ctx, keyOrId, selection);
   const transcriptPath = transcriptFileOf(found.location, found.entry, found.key);
-  const origin = (found.entry.origin ?? {}) as { channel?: string; peer?: { kind: string; id: string }; threadId?: string };
-  const policy = resetPolicyFor(ctx.config.session, found.key, { channel: origin.channel ?? found.entry.channel ?? '', threadId: origin.threadId, peer: origin.peer });
+  const policy = resetPolicyFor(ctx.config.session, found.key, resetRouteOf(found.entry as Parameters<typeof resetRouteOf>[0]));
   const freshness = evaluateFreshness(found.entry, policy, ctx.clock.now());
   const lockPath = lockPathFor(transcriptPath);
   const lockExists = await fsp.stat(lockPath).then(

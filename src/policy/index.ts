@@ -137,6 +137,7 @@ export {
   planDueResets,
   planCronRetention,
   dueResetOf,
+  resetRouteOf,
   isCronSessionKey,
   snapshotWithoutEntries,
   type ResetCandidate,

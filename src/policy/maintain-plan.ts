@@ -14,7 +14,9 @@ export interface ResetCandidate {
   sessionStartedAt?: number | null;
   lastInteractionAt?: number | null;
   channel?: string | null;
-  origin?: { channel?: unknown; threadId?: unknown; peer?: unknown } | null;
+  chatType?: string | null;
+  origin?: { channel?: unknown; provider?: unknown; chatType?: unknown; threadId?: unknown; peer?: unknown } | null;
+  deliveryContext?: { channel?: unknown } | null;
 }
 
 export interface DueReset {
@@ -38,12 +40,26 @@ function peerOf(value: unknown): { kind: string; id: string } | undefined {
   return typeof kind === 'string' && typeof id === 'string' ? { kind, id } : undefined;
 }
 
+const firstString = (...values: unknown[]): string | undefined => values.find((value): value is string => typeof value === 'string');
+
+/**
+ * The channel, thread and peer kind a stored entry's reset policy is resolved by, when no message
+ * names them. switchboard's rows carry `origin.channel` and `origin.peer`; OpenClaw's name the
+ * channel `origin.provider` (or only `deliveryContext.channel`) and the kind `chatType`, with no
+ * peer, so a kind from `chatType` stands in for the peer (only its kind decides the type).
+ */
+export function resetRouteOf(entry: Omit<ResetCandidate, 'key' | 'sessionId'>): { channel: string; threadId?: string; peer?: { kind: string; id: string } } {
+  const origin = entry.origin ?? {};
+  const channel = firstString(origin.channel, entry.channel, origin.provider, entry.deliveryContext?.channel) ?? '';
+  const threadId = typeof origin.threadId === 'string' || typeof origin.threadId === 'number' ? String(origin.threadId) : undefined;
+  const chatType = firstString(entry.chatType, origin.chatType);
+  const peer = peerOf(origin.peer) ?? (chatType === 'direct' || chatType === 'group' || chatType === 'channel' ? { kind: chatType, id: '' } : undefined);
+  return { channel, threadId, peer };
+}
+
 /** Whether a session is stale under its reset policy now (the message-free check of `maintain`). */
 export function dueResetOf(candidate: ResetCandidate, session: SessionConfig | undefined, now: number): StaleReason | null {
-  const origin = candidate.origin ?? {};
-  const channel = typeof origin.channel === 'string' ? origin.channel : typeof candidate.channel === 'string' ? candidate.channel : '';
-  const threadId = typeof origin.threadId === 'string' || typeof origin.threadId === 'number' ? String(origin.threadId) : undefined;
-  const policy = resetPolicyFor(session, candidate.key, { channel, threadId, peer: peerOf(origin.peer) });
+  const policy = resetPolicyFor(session, candidate.key, resetRouteOf(candidate));
   const freshness = evaluateFreshness(candidate, policy, now);
   return freshness.fresh ? null : (freshness.staleReason ?? null);
 }
