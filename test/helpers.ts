@@ -119,3 +119,24 @@ export function assertConfigInvalid(action: () => unknown, path: string): void {
     return true;
   });
 }
+
+/**
+ * A private copy of a state dir that OpenClaw wrote at `writtenAt` (a fixture): the absolute
+ * sessionFile paths in its sessions.json files are moved to the copy, as if written there.
+ */
+export function copyOpenClawState(fixture: string, writtenAt: string, prefix = 'sb-openclaw-'): string {
+  const state = tempDir(prefix);
+  fs.cpSync(fixture, state, { recursive: true });
+  for (const agent of fs.readdirSync(path.join(state, 'agents'))) {
+    const file = path.join(state, 'agents', agent, 'sessions', 'sessions.json');
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').split(writtenAt).join(state));
+  }
+  return state;
+}
+
+/** A process's resident memory now (Linux: /proc/<pid>/status). */
+export function rssBytes(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (match === null) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(match[1]) * 1024;
+}

@@ -7,18 +7,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { REPO_ROOT, runCli, tempDir } from '../helpers.js';
+import { REPO_ROOT, copyOpenClawState, runCli } from '../helpers.js';
 
 const FIXTURE = path.join(REPO_ROOT, 'test', 'fixtures', 'openclaw-store', 'by-openclaw');
 const WRITTEN_AT = '/tmp/g-harness/ocstore';
 
 function copyStore(): string {
-  const state = tempDir('sb-openclaw-policy-');
-  fs.cpSync(FIXTURE, state, { recursive: true });
-  for (const agent of fs.readdirSync(path.join(state, 'agents'))) {
-    const file = path.join(state, 'agents', agent, 'sessions', 'sessions.json');
-    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').split(`${WRITTEN_AT}/`).join(`${state}/`));
-  }
+  const state = copyOpenClawState(FIXTURE, WRITTEN_AT, 'sb-openclaw-policy-');
   // Only groups reset by type, and only Slack by channel; everything else never.
   fs.writeFileSync(path.join(state, 'switchboard.json'), JSON.stringify({
     agents: { list: [{ id: 'main', default: true }, { id: 'work' }] },

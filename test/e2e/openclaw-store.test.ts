@@ -6,21 +6,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { REPO_ROOT, jsonLines, runCli, tempDir } from '../helpers.js';
+import { REPO_ROOT, copyOpenClawState, jsonLines, runCli } from '../helpers.js';
 
 const FIXTURE = path.join(REPO_ROOT, 'test', 'fixtures', 'openclaw-store', 'state');
 /** The state dir OpenClaw wrote the fixture in; its absolute sessionFile paths start with it. */
 const WRITTEN_AT = '/home/oc/.openclaw';
 
-/** A private copy of the fixture, its absolute paths moved to where the copy is (as if OpenClaw had written it there). */
 function copyFixture(): string {
-  const state = tempDir('sb-openclaw-');
-  fs.cpSync(FIXTURE, state, { recursive: true });
-  for (const agent of fs.readdirSync(path.join(state, 'agents'))) {
-    const file = path.join(state, 'agents', agent, 'sessions', 'sessions.json');
-    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').split(WRITTEN_AT).join(state));
-  }
-  return state;
+  return copyOpenClawState(FIXTURE, WRITTEN_AT);
 }
 
 function storeOf(state: string, agent: string): Record<string, Record<string, unknown>> {

@@ -3,23 +3,16 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { connectClient } from '../../src/server/index.js';
-import { BIN, REPO_ROOT, tempDir, writeJson } from '../helpers.js';
+import { BIN, REPO_ROOT, rssBytes, tempDir, writeJson } from '../helpers.js';
 import { cleanEnv, startServe, stopAllServers } from '../serve-process.js';
 
 after(stopAllServers);
 
 const FLOOD_REQUESTS = 16;
 const PER_REQUEST = 5_000;
-
-function rssBytes(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  assert.ok(match, 'no VmRSS in /proc');
-  return Number(match[1]) * 1024;
-}
 
 test('a waiting ingest --socket does not keep the events of other sessions (80 000 of them)', { skip: process.platform !== 'linux', timeout: 60_000 }, async () => {
   const state = tempDir('sb-follow-');

@@ -2,10 +2,9 @@
 // memory for those partial lines stays near their size, and every line is read back intact.
 
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import net from 'node:net';
 import { after, test } from 'node:test';
-import { tempDir } from '../helpers.js';
+import { rssBytes, tempDir } from '../helpers.js';
 import { startServe, stopAllServers } from '../serve-process.js';
 
 after(stopAllServers);
@@ -13,12 +12,6 @@ after(stopAllServers);
 const CONNECTIONS = 100;
 const ROUNDS = 5_000;
 const ID_CHARS = 200;
-
-function rssBytes(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  assert.ok(match, 'no VmRSS in /proc');
-  return Number(match[1]) * 1024;
-}
 
 /** Lines from a raw connection, one promise per line in order. */
 function lineReader(socket: net.Socket): () => Promise<string> {
