@@ -47,6 +47,17 @@ async function planTargets(ctx: CliContext, keys: string[], verb: string): Promi
   return found;
 }
 
+/**
+ * Why a fresh session stays fresh: its next reset, no policy at all, or a policy that cannot be
+ * applied because the times it is measured from are missing or ahead of the clock (an OpenClaw
+ * row without them, a clock stepped back).
+ */
+function freshnessNote(nextResetAt: number | undefined, mode: string, formatTime: (ms: number) => string): string {
+  if (nextResetAt !== undefined) return `(next reset ${formatTime(nextResetAt)})`;
+  if (mode === 'none') return '(no reset policy)';
+  return `(${mode} policy, but no reset is due: the times it is measured from are missing or ahead of the clock)`;
+}
+
 export async function runShow(ctx: CliContext, key: string): Promise<number> {
   const details = await showSession(await ctx.engine(), key, selectionOf(ctx));
   const result = {
@@ -73,7 +84,7 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
     ['started', formatTime(entry.sessionStartedAt)],
     ['last interaction', formatTime(entry.lastInteractionAt)],
     ['updated', formatTime(entry.updatedAt)],
-    ['fresh', freshness.fresh ? `yes${freshness.nextResetAt ? ` (next reset ${formatTime(freshness.nextResetAt)})` : ' (no reset policy)'}` : `no: ${freshness.staleReason} (rotates on the next message)`],
+    ['fresh', freshness.fresh ? `yes ${freshnessNote(freshness.nextResetAt, details.resetPolicy.mode, formatTime)}` : `no: ${freshness.staleReason} (rotates on the next message)`],
     // OpenClaw's rows name the channel and account only in origin (provider) and deliveryContext.
     ['chat', `${entry.chatType ?? entry.origin?.chatType ?? '-'} on ${entry.channel ?? entry.origin?.channel ?? entry.origin?.provider ?? entry.deliveryContext?.channel ?? '-'} (${entry.accountId ?? entry.origin?.accountId ?? entry.deliveryContext?.accountId ?? '-'})`],
     // `to` is in OpenClaw's target form, which may itself start with the channel (telegram:111).

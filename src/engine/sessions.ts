@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { SwitchboardError, normalizeAgentId, systemClock, toSwitchboardError } from '../core/index.js';
-import { evaluateFreshness, resetPolicyFor, resetRouteOf, rotateEntry, type Freshness, type PlannedEntry } from '../policy/index.js';
+import { evaluateFreshness, resetPolicyFor, resetRouteOf, rotateEntry, type Freshness, type PlannedEntry, type ResetPolicy } from '../policy/index.js';
 import { explicitSessionKeyAsTyped, normalizeExplicitSessionKey, parseSessionKey } from '../routing/index.js';
 import {
   DEFAULT_ACQUIRE_TIMEOUT_MS,
@@ -99,6 +99,8 @@ export async function findSession(ctx: EngineContext, keyOrId: string, selection
 
 export interface SessionDetails extends FoundSession {
   transcriptPath: string;
+  /** The reset policy that applies to the session (what freshness was judged by). */
+  resetPolicy: ResetPolicy;
   freshness: Freshness;
   lock: { path: string; owner: LockOwnerRecord | null } | null;
   transcript: TranscriptReadStats | null;
@@ -118,7 +120,7 @@ export async function showSession(ctx: EngineContext, keyOrId: string, selection
     if (err instanceof SwitchboardError && err.code === 'NOT_FOUND') return null;
     throw err;
   });
-  return { ...found, transcriptPath, freshness, lock: lockExists ? { path: lockPath, owner: await readLockOwner(lockPath) } : null, transcript };
+  return { ...found, transcriptPath, resetPolicy: policy, freshness, lock: lockExists ? { path: lockPath, owner: await readLockOwner(lockPath) } : null, transcript };
 }
 
 

@@ -275,3 +275,26 @@ describe('a key that keeps its case (a Signal group, a Matrix room)', () => {
     assert.equal(other.code, 66);
   });
 });
+
+describe('sessions show on a session a policy cannot judge', () => {
+  test('says which policy applies and why no reset is due, not "no reset policy"', async () => {
+    const dir = tempDir();
+    const common = (config: string) => ['--state-dir', dir, '--config', config];
+    const daily = writeJson(path.join(dir, 'daily.json'), { session: { dmScope: 'per-peer', reset: { mode: 'daily', atHour: 4 } } });
+    const r = await runCli(['ingest', '--no-wait', ...common(daily)], { input: line({ channel: 'telegram', peer: { kind: 'direct', id: 'a1' }, text: 'hi' }) });
+    assert.equal(r.code, 0, r.stderr);
+    // As OpenClaw's own reset leaves a row: neither of the times a reset is measured from.
+    const storeFile = path.join(dir, 'agents', 'main', 'sessions', 'sessions.json');
+    const store = JSON.parse(fs.readFileSync(storeFile, 'utf8'));
+    delete store['agent:main:direct:a1'].sessionStartedAt;
+    delete store['agent:main:direct:a1'].lastInteractionAt;
+    fs.writeFileSync(storeFile, JSON.stringify(store, null, 2));
+    const shown = await runCli(['sessions', 'show', 'agent:main:direct:a1', ...common(daily)]);
+    assert.equal(shown.code, 0, shown.stderr);
+    const fresh = shown.stdout.split('\n').find((row) => row.startsWith('fresh'));
+    assert.match(fresh ?? '', /daily policy, but no reset is due/);
+    const none = writeJson(path.join(dir, 'none.json'), { session: { dmScope: 'per-peer', reset: { mode: 'none' } } });
+    const plain = await runCli(['sessions', 'show', 'agent:main:direct:a1', ...common(none)]);
+    assert.match(plain.stdout.split('\n').find((row) => row.startsWith('fresh')) ?? '', /no reset policy/);
+  });
+});
