@@ -72,6 +72,11 @@ export function parseNow(value: string, source = '--now'): number {
   if (ms !== undefined && ms > MAX_CLOCK_MS) {
     throw new SwitchboardError('USAGE', `${source}: "${value}" is after 9999-12-31T23:59:59.999Z, the latest time the clock may be set to`);
   }
+  // The store keeps times as epoch milliseconds of 0 or more: a clock set before 1970 wrote
+  // entries that its own schema (and doctor) calls invalid, with nothing to repair them from.
+  if (ms !== undefined && ms < 0) {
+    throw new SwitchboardError('USAGE', `${source}: "${value}" is before 1970-01-01T00:00:00Z, the earliest time the clock may be set to`);
+  }
   if (ms !== undefined) return ms;
   throw new SwitchboardError('USAGE', `${source}: "${value}" is neither an ISO-8601 time nor epoch milliseconds`, {
     hint: 'example: --now 2026-11-30T07:00:00Z or --now 1796022000000',

@@ -102,6 +102,13 @@ describe('parseNow', () => {
     }
   });
 
+  test('a time before 1970 is USAGE: the store keeps times as epoch milliseconds of 0 or more', () => {
+    for (const bad of ['1969-12-31T23:59:59Z', '1970-01-01T00:59:59+01:00', '0001-01-01']) {
+      assert.throws(() => parseNow(bad), (err: SwitchboardError) => err.code === 'USAGE' && /before 1970/.test(err.message), bad);
+    }
+    assert.equal(parseNow('1970-01-01T00:00:00Z'), 0);
+  });
+
   test('a date that is not on the calendar, or text after the time, is USAGE (never rolled over or cut off)', () => {
     for (const bad of ['2026-02-30', '2026-04-31T00:00:00Z', '2026-11-30T24:00:00Z', '2026-11-30,', '2026-11-30 (note)', '2026-11-30T07:00:00Zjunk', '2026-11-30T07:00:00+25:00']) {
       assert.throws(() => parseNow(bad), (err: SwitchboardError) => err.code === 'USAGE', bad);
