@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { holdOpenClawLock } from '../fixtures/openclaw-lock.js';
-import type { ChildRun } from '../fixtures/store-child-process.js';
+import { waitUntil, type ChildRun } from '../fixtures/store-child-process.js';
 import { LiveIngest, WAIT_MS, dm, ingestAll, killLiveIngests, queueEnv, readStore, sessionsDir, transcriptOf } from '../fixtures/queue-lib.js';
 
 const KEY = 'agent:main:direct:alice';
@@ -21,14 +21,6 @@ after(() => {
   killLiveIngests();
   for (const holder of holders) holder.child.kill('SIGKILL');
 });
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 test('a claimed turn taken over from a dead drain is recorded although an earlier message had the same runId', async () => {
   const env = queueEnv({
@@ -48,7 +40,7 @@ test('a claimed turn taken over from a dead drain is recorded although an earlie
   holders.push(holder);
   const drain = new LiveIngest(env);
   drain.end();
-  await until(() => (readStore(env)[KEY].queue ?? []).some((item: any) => item.messageId === 'm2' && item.claimedBy !== undefined), 'the drain to claim the turn');
+  await waitUntil(() => (readStore(env)[KEY].queue ?? []).some((item: any) => item.messageId === 'm2' && item.claimedBy !== undefined), WAIT_MS, 'the drain to claim the turn');
   drain.child.kill('SIGKILL');
   await drain.exited;
   holder.send('release');
