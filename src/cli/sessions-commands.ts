@@ -7,7 +7,8 @@ import { ASKS_FIRST, addDestructiveFlags as addFlags } from './confirm.js';
 import type { CliContext } from './context.js';
 import type { ProgramHooks } from './main.js';
 import { registerPinRouteCommands } from './pin-route.js';
-import { addSelectionFlags, registerListing, selectionOf, sessionsCommand } from './sessions.js';
+import { registerListing, selectionOf, sessionsCommand } from './sessions.js';
+import { addSelectionFlags } from './store-selection.js';
 
 /**
  * The other subcommands (show, transcript, reset, …) bring the engine's write paths, runs and

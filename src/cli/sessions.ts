@@ -9,7 +9,6 @@ import type { ProgramHooks, Registration } from './main.js';
 import { writeJsonLine } from './output.js';
 import { addSelectionFlags, storeSelection, type SelectionFlags } from './store-selection.js';
 
-export { addSelectionFlags };
 
 export function selectionOf(ctx: CliContext): StoreSelection {
   return storeSelection(ctx.options as SelectionFlags);

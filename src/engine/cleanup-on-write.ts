@@ -182,7 +182,7 @@ async function removeOverCaps(
   tx: StoreTransaction,
   now: number,
   measured: MaintenanceSnapshot | null,
-  touched: ReadonlySet<string>,
+  touched: () => ReadonlySet<string>,
   onPlan: (plan: CleanupPlan) => void = () => undefined,
 ) {
   const entries: readonly EntrySnapshot[] =
@@ -242,7 +242,7 @@ async function removeOverCaps(
       budgetRemovals = budgetStep?.step === 'disk-budget' ? budgetStep.removals : [];
       const taken = new Set(leaving.map((s) => s.key));
       const fresh = plan.sessions
-        .filter((s) => (s.action === 'prune-stale' || s.action === 'cap-overflow' || (s.action === 'evict-budget' && !touched.has(s.key))) && !taken.has(s.key))
+        .filter((s) => (s.action === 'prune-stale' || s.action === 'cap-overflow' || (s.action === 'evict-budget' && !touched().has(s.key))) && !taken.has(s.key))
         .sort((a, b) => (a.updatedAt ?? Number.NEGATIVE_INFINITY) - (b.updatedAt ?? Number.NEGATIVE_INFINITY))
         .slice(0, Math.max(0, MAX_REMOVALS_PER_WRITE - leaving.length));
       for (const step of plan.steps) if (step.step === 'archive-transcripts') for (const file of step.files) toArchive.add(file.key);

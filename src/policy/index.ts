@@ -178,6 +178,6 @@ export {
 } from './queue-records.js';
 export { summaryLine, overflowPrompt, collectPrompt, senderLabel, singleSender, COLLECT_HEADER, SUMMARY_MAX_CHARS } from './queue-prompts.js';
 export { parseControlCommand, describeSendSetting, type SendSetting, type ControlCommand } from './control-command.js';
-export { applyUsageReport, carryOverToNewInstance, isAddressField, type NewInstance, type UsageReport } from './usage.js';
+export { applyUsageReport, carryOverToNewInstance, isAddressField, type UsageReport } from './usage.js';
 export { applyMessageLabels, type LabelledMessage } from './entry-labels.js';
 export { DM_SENDERS_KEPT, describeDmSender, noteDmSender, sharedDmWarning, type DmSender, type DmMessage, type SharedDmWarning } from './shared-dm.js';

@@ -81,19 +81,18 @@ export function entriesRoster(config: SwitchboardConfig): Roster {
     ? keys.map((key, configIndex) => ({ id: normalizeAgentId(key), configIndex, isDefault: isRecord(raw[key]) && raw[key].default === true }))
     : [{ id: 'main', configIndex: -1, isDefault: false }];
   const ids = agents.map((agent) => agent.id);
-  const warnings: string[] = [];
   const explicit = config.agents?.ownership === 'explicit';
   if (explicit) {
     const system = config.agents?.defaults?.systemAgent?.agentId;
     const systemId = typeof system === 'string' && system.trim() !== '' ? normalizeAgentId(system) : undefined;
-    if (systemId !== undefined && ids.includes(systemId)) return { agents, owner: systemId, ownerSource: 'system-agent', warnings };
-    return agents.length === 1 ? { agents, owner: ids[0], ownerSource: 'sole-agent', warnings } : { agents, warnings };
+    if (systemId !== undefined && ids.includes(systemId)) return { agents, owner: systemId, ownerSource: 'system-agent', warnings: [] };
+    return agents.length === 1 ? { agents, owner: ids[0], ownerSource: 'sole-agent', warnings: [] } : { agents, warnings: [] };
   }
   const marked = agents.filter((agent) => agent.isDefault);
   // The marker only decides among several agents; a system agent is then ignored for routing.
-  if (agents.length > 1 && marked.length === 1) return { agents, owner: marked[0].id, ownerSource: 'legacy-marker', warnings };
-  if (agents.length === 1) return { agents, owner: ids[0], ownerSource: keys.length === 0 ? 'implicit-main' : 'sole-agent', warnings };
-  return { agents, warnings };
+  if (agents.length > 1 && marked.length === 1) return { agents, owner: marked[0].id, ownerSource: 'legacy-marker', warnings: [] };
+  if (agents.length === 1) return { agents, owner: ids[0], ownerSource: keys.length === 0 ? 'implicit-main' : 'sole-agent', warnings: [] };
+  return { agents, warnings: [] };
 }
 
 /** OpenClaw's channel aliases, folded when a `channels.<id>` section is matched with bindings. */

@@ -18,7 +18,7 @@ export * from './transcript.js';
 export * from './transcript-read.js';
 export * from './transcript-follow.js';
 export { readFirstLineRecord, readTranscriptHead } from './transcript-head.js';
-export { MAX_WHOLE_FILE_BYTES, copyRegularFile, describeFileKind, fileKindOf, isTooLargeToRead, lstatKind, notRegularFileError, openRegularFile, readRegularFile, type FileKind } from './regular-file.js';
+export { copyRegularFile, describeFileKind, fileKindOf, isTooLargeToRead, lstatKind, notRegularFileError, openRegularFile, readRegularFile, type FileKind } from './regular-file.js';
 export { entryHash, entryTextHash, journalPathFor, journalledEntry, readJournal, JOURNAL_SUFFIX, type JournalSession } from './journal.js';
 export { mountMemoryVolume, unmountMemoryVolume, memoryVolumeFor, isInMemory, storedFileSizeSync, type MemoryVolume } from './memory-volume.js';
 export { readRemovedMemories, readRemovedMemoryFile, removedMemoryPathFor, REMOVED_MEMORY_SUFFIX, type RemovedMemory, type RemovedMemories } from './removed-memory.js';

@@ -97,12 +97,11 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * batch's result: maintenance in enforce mode removes entries here (as OpenClaw does on every
  * store save). It returns what to do once the write is over (archive what it removed, let go of
  * the locks it took) — `written` says whether its removals reached the file — or null.
+ * `touched()`: the keys this batch's mutators added or whose updatedAt they changed — the sessions
+ * being written right now, whose callers are answered once the file (and the upkeep) is done;
+ * worked out on first call (most writes' upkeep has nothing to do and never asks).
  */
-/**
- * `touched`: the keys this batch's mutators added or whose updatedAt they changed — the sessions
- * being written right now, whose callers are answered once the file (and the upkeep) is done.
- */
-export type StoreUpkeep = (store: SessionStore, tx: StoreTransaction, touched: ReadonlySet<string>) => Promise<StoreUpkeepFinish | null>;
+export type StoreUpkeep = (store: SessionStore, tx: StoreTransaction, touched: () => ReadonlySet<string>) => Promise<StoreUpkeepFinish | null>;
 export type StoreUpkeepFinish = (written: boolean) => Promise<void>;
 
 /** Which upkeep (if any) a store gets: set once by the engine; store/ knows no policy. */
@@ -113,11 +112,10 @@ export function setStoreUpkeepProvider(provider: ((storePath: string) => StoreUp
 }
 
 /** Upkeep is best effort: a failure leaves the batch as its callers made it (the schedule catches up). */
-async function startUpkeep(storePath: string, store: SessionStore, tx: StoreTransaction, updatedBefore: ReadonlyMap<string, unknown>): Promise<StoreUpkeepFinish | null> {
-  const upkeep = upkeepProvider?.(storePath) ?? null;
-  if (upkeep === null) return null;
+async function startUpkeep(upkeep: StoreUpkeep, store: SessionStore, tx: StoreTransaction, updatedBefore: ReadonlyMap<string, unknown>): Promise<StoreUpkeepFinish | null> {
+  let touched: Set<string> | undefined;
   try {
-    return await upkeep(store, tx, touchedKeys(updatedBefore, store));
+    return await upkeep(store, tx, () => (touched ??= touchedKeys(updatedBefore, store)));
   } catch {
     return null;
   }
@@ -318,9 +316,12 @@ async function applyBatch(storePath: string, batch: PendingUpdate[]): Promise<vo
           delete working[key];
         },
       };
-      const updatedBefore = first.skipUpkeep ? new Map<string, unknown>() : updatedAtByKey(original?.store);
+      // Chosen before the mutators run: only a store with upkeep (enforce mode) needs the updatedAt
+      // of every entry as read, to tell the sessions this batch writes.
+      const upkeep = first.skipUpkeep ? null : (upkeepProvider?.(storePath) ?? null);
+      const updatedBefore = upkeep === null ? undefined : updatedAtByKey(original?.store);
       const { store, outcomes: batchOutcomes } = await applyMutators(storePath, original, batch, tx);
-      const finishUpkeep = first.skipUpkeep ? null : await startUpkeep(storePath, store, tx, updatedBefore);
+      const finishUpkeep = upkeep === null ? null : await startUpkeep(upkeep, store, tx, updatedBefore!);
       let written = false;
       // The outcomes go out once the file is durable; with upkeep to finish, once it is finished
       // too (the archives and transcripts it removes are gone), so that a caller who is answered
