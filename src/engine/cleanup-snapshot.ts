@@ -11,7 +11,6 @@ import {
   parseArchiveName,
   parseKeptCopyName,
   readSessionStore,
-  transcriptFileNameIn,
   transcriptSharing,
   type SessionEntry,
   type SessionStore,
@@ -66,22 +65,6 @@ export function sharedKeysIn(store: SessionStore): ProtectedKey[] {
   return transcriptSharing(store).groups().flatMap((group) => group.keys.map((key): ProtectedKey => ({ key, reason: 'unusable' })));
 }
 
-/**
- * The files of the folder that an entry's sessionFile names, whatever the entry's shape. An
- * unusable row (a field of the wrong type, a name of an archive) is left for the user to fix or
- * `sessions delete`: until then the file it names is that conversation, so it is never an
- * orphan or an archive that retention or the disk budget may delete.
- */
-export function filesNamedByEntries(location: StoreLocation, store: SessionStore): Set<string> {
-  const names = new Set<string>();
-  for (const entry of Object.values(store)) {
-    const sessionFile = (entry as { sessionFile?: unknown } | null)?.sessionFile;
-    const name = typeof sessionFile === 'string' ? transcriptFileNameIn(sessionFile, location.sessionsDir) : null;
-    if (name !== null) names.add(name);
-  }
-  return names;
-}
-
 function modelOf(entry: SessionEntry): string | null {
   const model = entry.modelOverride ?? entry.model;
   return typeof model === 'string' ? model : null;
@@ -127,13 +110,12 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
   const archives: MaintenanceSnapshot['archives'][number][] = [];
   const unreferenced: MaintenanceSnapshot['unreferenced'][number][] = [];
   const storeBackups: MaintenanceSnapshot['storeBackups'][number][] = [];
-  const namedByEntries = filesNamedByEntries(location, store);
   const backupPattern = new RegExp(`^${storeFileName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.bak\\.(\\d+)$`);
   const toStat: { name: string; apply: (size: number, mtimeMs: number) => void }[] = [];
   for (const name of files) {
     const archive = parseArchiveName(name);
     // An archive- or copy-shaped name that an entry names is that entry's file: kept, not counted.
-    if ((archive !== null || parseKeptCopyName(name) !== null) && namedByEntries.has(name)) continue;
+    if ((archive !== null || parseKeptCopyName(name) !== null) && references.isReferenced(name)) continue;
     if (archive !== null) {
       toStat.push({ name, apply: (bytes) => archives.push({ name, reason: archive.reason, archivedAt: archive.archivedAt, bytes }) });
       continue;
@@ -152,8 +134,8 @@ export async function buildMaintenanceSnapshot(location: StoreLocation, options:
     // A transcript nobody references and nobody holds: an orphan only the disk budget removes. So
     // is an OpenClaw artifact (trajectory, checkpoint) of an instance no entry names: OpenClaw's
     // own budget removes those too; one of a live entry is kept (session-artifacts.ts).
-    // An unusable entry's file is its own too (protected like the entry), not an orphan.
-    if ((name.endsWith(TRANSCRIPT_SUFFIX) || isSessionArtifact(name, references.transcripts)) && !references.isReferenced(name) && !namedByEntries.has(name) && !locked.has(name)) {
+    // An unusable entry's file is its own too (storeReferences), not an orphan.
+    if ((name.endsWith(TRANSCRIPT_SUFFIX) || isSessionArtifact(name, references.transcripts)) && !references.isReferenced(name) && !locked.has(name)) {
       toStat.push({ name, apply: (bytes, mtimeMs) => unreferenced.push({ name, bytes, mtimeMs }) });
     }
   }

@@ -25,6 +25,7 @@ import {
   parseSessionArtifactName,
   readSessionStore,
   sessionEntryProblem,
+  transcriptFileNameIn,
   trajectoryArtifactNames,
   type SessionEntry,
   type SessionStore,
@@ -97,9 +98,12 @@ function stemOfInstance(stem: string, ids: ReadonlySet<string>): boolean {
 
 /**
  * The rule: a named transcript is referenced; so is any file a compaction checkpoint lists (a
- * checkpoint copy, or the successor transcript a compaction rotated to); and an artifact whose
- * instance an entry names — by its transcript, or by its sessionId (also an entry of the wrong
- * shape, whose sessionId is all there is to go by: keeping is the safe side).
+ * checkpoint copy, or the successor transcript a compaction rotated to); so is whatever file an
+ * entry's sessionFile names, whatever the entry's shape (an unusable row, a field of the wrong
+ * type or the name of an archive, is left for the user to fix or `sessions delete`: until then
+ * that file is the conversation, never an orphan or an archive retention may delete); and an
+ * artifact whose instance an entry names — by its transcript, or by its sessionId (also an entry
+ * of the wrong shape, whose sessionId is all there is to go by: keeping is the safe side).
  */
 export function storeReferences(location: StoreLocation, store: SessionStore): StoreReferences {
   const transcripts = namedTranscripts(location, store);
@@ -108,6 +112,9 @@ export function storeReferences(location: StoreLocation, store: SessionStore): S
   for (const entry of Object.values(store)) {
     if (typeof entry.sessionId === 'string') ids.add(entry.sessionId);
     for (const name of compactionCheckpointFiles(entry)) listed.add(name);
+    const sessionFile: unknown = (entry as { sessionFile?: unknown } | null)?.sessionFile;
+    const named = typeof sessionFile === 'string' ? transcriptFileNameIn(sessionFile, location.sessionsDir) : null;
+    if (named !== null) listed.add(named);
   }
   const stems = new Set<string>();
   for (const name of transcripts) stems.add(path.basename(name, TRANSCRIPT_SUFFIX));

@@ -8,7 +8,7 @@ import { SwitchboardError, errnoOf, inPool, ioError } from '../core/index.js';
 import type { BudgetRemoval, CleanupPlan, SessionAction } from '../policy/index.js';
 import { archiveFile, readSessionStore, transactSessionStore, updateSessionStore, withLock, type StoreLocation } from '../store/index.js';
 import { ARCHIVE_FS, archivedAtOf, fsyncFolder, holdTranscriptLocks, unlinkIfPresent } from './cleanup-files.js';
-import { filesNamedByEntries, type BuiltSnapshot, type EntryIdentity } from './cleanup-snapshot.js';
+import type { BuiltSnapshot, EntryIdentity } from './cleanup-snapshot.js';
 import { removeTrajectoryArtifacts, storeReferences } from './session-artifacts.js';
 import { sessionLockOptions, storeWriteOptions, type EngineContext } from './context.js';
 
@@ -275,7 +275,7 @@ async function removeUnreferenced(ctx: EngineContext, location: StoreLocation, n
       // row (and completes a dead batch's journal first), so only the store lock shows that the
       // file is really nobody's.
       transactSessionStore(location.storePath, async (store) => {
-        if (storeReferences(location, store).isReferenced(name) || filesNamedByEntries(location, store).has(path.basename(name))) return false;
+        if (storeReferences(location, store).isReferenced(path.basename(name))) return false;
         const archivedTo = await archiveFile(file, 'deleted', now);
         return archivedTo !== null && (await unlinkIfPresent(archivedTo));
       }, storeWriteOptions(ctx, { skipUpkeep: true })),

@@ -155,3 +155,21 @@ test('an instance made in the same batch as the /new that replaced it (its heade
   const doctor = await runCli(['doctor', '--json', '--state-dir', state, '--config', config]);
   assert.equal(doctor.code, 0, doctor.stdout);
 });
+
+test("an older instance that an unusable row names is that row's file: maintain does not archive it", async () => {
+  const { state, config, dir, old } = await setUp();
+  const reset = await runCli(['sessions', 'reset', KEY, '--yes', '--state-dir', state, '--config', config]);
+  assert.equal(reset.code, 0, reset.stderr);
+  const archive = fs.readdirSync(dir).find((name) => name.startsWith(`${old.sessionFile}.reset.`))!;
+  const header = JSON.parse(fs.readFileSync(path.join(dir, archive), 'utf8').split('\n')[0]);
+  // Plainly an older instance of KEY by its header — but a row of the wrong shape (a time that is
+  // no number) names it: until that row is fixed or deleted, the file is its conversation.
+  fs.writeFileSync(path.join(dir, 'kept-by-row.jsonl'), `${JSON.stringify({ ...header, id: 'kept-by-row' })}\n`);
+  const storePath = path.join(dir, 'sessions.json');
+  const store = JSON.parse(fs.readFileSync(storePath, 'utf8'));
+  store['agent:main:direct:bob'] = { sessionId: 'kept-by-row', sessionFile: 'kept-by-row.jsonl', updatedAt: 'yesterday' };
+  fs.writeFileSync(storePath, JSON.stringify(store));
+  const report = await maintain(state, config);
+  assert.deepEqual(report.rotations.finished, []);
+  assert.ok(fs.existsSync(path.join(dir, 'kept-by-row.jsonl')));
+});
