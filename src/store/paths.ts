@@ -27,7 +27,7 @@ export const THREAD_INFIX = '-topic-';
 export const SESSION_ID_PATTERN = /^[\p{L}\p{N}][\p{L}\p{N}\p{M}._-]{0,127}$/u;
 
 /** Most file systems refuse names longer than 255 bytes; we refuse them first, as bad input. */
-const MAX_FILE_NAME_BYTES = 255;
+export const MAX_FILE_NAME_BYTES = 255;
 
 /**
  * Whether `value` is a session id: the one rule every reader of a stored or given id applies,

@@ -35,10 +35,16 @@ export function notRegularFileError(file: string, kind: FileKind): SwitchboardEr
  */
 export const MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024;
 
+/** Why a file of `size` bytes is not read whole ("is N bytes, more than …"), or null when it may be. */
+export function tooLargeProblem(size: number): string | null {
+  return size <= MAX_WHOLE_FILE_BYTES ? null : `is ${size} bytes, more than any store file holds (at most ${MAX_WHOLE_FILE_BYTES})`;
+}
+
 /** Refuses to read `file` whole when it holds more than MAX_WHOLE_FILE_BYTES: STORE_CORRUPT with reason "too-large". */
 export function checkWholeFileSize(file: string, size: number): void {
-  if (size <= MAX_WHOLE_FILE_BYTES) return;
-  const reason = `the file is ${size} bytes, more than any store file holds (at most ${MAX_WHOLE_FILE_BYTES})`;
+  const problem = tooLargeProblem(size);
+  if (problem === null) return;
+  const reason = `the file ${problem}`;
   throw new SwitchboardError('STORE_CORRUPT', `${file}: ${reason}`, {
     hint: 'run `switchboard doctor` to see what is damaged; `switchboard doctor --repair` fixes it, keeping the original bytes',
     details: { path: file, reason, sizeBytes: size, tooLarge: true },

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { DUPLICATE_WINDOW_MS, errnoOf, ioError, mergeRecentIds, nodeCrypto, readRecentIds } from '../core/index.js';
 import { isInMemory } from './memory-volume.js';
 import { FILE_MODE } from './paths.js';
-import { MAX_WHOLE_FILE_BYTES, notRegularFileError } from './regular-file.js';
+import { notRegularFileError, tooLargeProblem } from './regular-file.js';
 import type { SessionEntry } from './session-entry.js';
 import { FOLDER_FSYNC_UNSUPPORTED, type StoreFileSystem } from './store-fs.js';
 
@@ -76,7 +76,8 @@ export function readRemovedMemoryFile(file: string): RemovedMemoryRead {
     try {
       const stats = fstatSync(fd);
       if (!stats.isFile()) return { ok: false, problem: 'it is not a regular file' };
-      if (stats.size > MAX_WHOLE_FILE_BYTES) return { ok: false, problem: `it is ${stats.size} bytes, more than any store file holds (at most ${MAX_WHOLE_FILE_BYTES})` };
+      const tooLarge = tooLargeProblem(stats.size);
+      if (tooLarge !== null) return { ok: false, problem: `it ${tooLarge}` };
       text = readFileSync(fd, 'utf8');
     } finally {
       closeSync(fd);

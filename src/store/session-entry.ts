@@ -5,7 +5,7 @@
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError } from '../core/index.js';
-import { THREAD_INFIX, TRANSCRIPT_SUFFIX, isSessionId } from './paths.js';
+import { MAX_FILE_NAME_BYTES, THREAD_INFIX, TRANSCRIPT_SUFFIX, isSessionId } from './paths.js';
 
 export type SessionChatType = 'direct' | 'group' | 'channel';
 
@@ -127,7 +127,6 @@ export interface SessionEntryProblem {
 
 /** Transcript names: `<sessionId>.jsonl` or `<sessionId>-topic-<encodeURIComponent(threadId)>.jsonl` (sessions.schema.json). */
 const THREAD_PART = /^[A-Za-z0-9_.!~*'()%-]+$/;
-const MAX_FILE_NAME_BYTES = 255;
 
 function describeValue(value: unknown): string {
   if (value === null) return 'null';
