@@ -355,8 +355,8 @@ export class LocalRun {
       if (event.type === 'end') {
         end = event;
       } else if (event.type === 'boundary') {
-        const steered = this.steerAtBoundary(handle);
-        if (steered.length > 0) this.enqueue(() => this.recordSteer(steered, at));
+        const steer = this.steerAtBoundary(handle);
+        if (steer !== undefined) this.enqueue(() => this.recordSteer(steer.items, steer.delivered, at));
       } else {
         this.enqueue(() => this.writer!.record(event, at));
         // Records are written in order behind the reading; past a backlog the reading waits for
@@ -370,22 +370,32 @@ export class LocalRun {
     return end ?? (await handle.ended);
   }
 
-  private steerAtBoundary(handle: RunHandle): QueueItem[] {
-    if (this.leased.length === 0 || !handle.canSteer || this.abortReason !== undefined) return [];
+  private steerAtBoundary(handle: RunHandle): { items: QueueItem[]; delivered: Promise<boolean> } | undefined {
+    if (this.leased.length === 0 || !handle.canSteer || this.abortReason !== undefined) return undefined;
     const items = this.leased;
-    if (!handle.steer(items.map(runMessageOf))) return [];
+    const delivered = handle.steer(items.map(runMessageOf));
+    if (delivered === false) return undefined;
     this.leased = [];
     for (const item of items) this.steeredIds.add(item.runId);
     this.carried.push(...items.map(carriedOf));
-    return items;
+    return { items, delivered };
   }
 
   /**
    * The boundary's injection, recorded at that point (`at`): a steer record, then the messages —
    * and only once they are on disk are the items taken out of the queue (a crash in between
    * leaves them leased by a dead run: the next owner finds their records and reports them).
+   * A steer line the runner's stdin refused reached nobody: the items are the run's leased ones
+   * again, and become followups when it ends (the spec's "if the runner cannot steer").
    */
-  private async recordSteer(items: QueueItem[], at: number): Promise<void> {
+  private async recordSteer(items: QueueItem[], delivered: Promise<boolean>, at: number): Promise<void> {
+    if (!(await delivered)) {
+      const ids = new Set(items.map((item) => item.runId));
+      for (const id of ids) this.steeredIds.delete(id);
+      for (let i = this.carried.length - 1; i >= 0; i--) if (ids.has(this.carried[i]!.runId)) this.carried.splice(i, 1);
+      this.leased = [...items, ...this.leased.filter((item) => !ids.has(item.runId))];
+      return;
+    }
     const timestamp = new Date(at).toISOString();
     const recorded = await this.writer!.append([
       { type: 'steer', timestamp, runId: this.turn.runId, items: items.map((item) => ({ runId: item.runId, messageId: item.messageId ?? null })) },

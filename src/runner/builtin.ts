@@ -56,10 +56,10 @@ class BuiltinRun implements RunHandle {
     return this.events[Symbol.asyncIterator]();
   }
 
-  steer(messages: readonly RunMessage[]): boolean {
+  steer(messages: readonly RunMessage[]): false | Promise<boolean> {
     if (!this.canSteer) return false;
     this.steered.push(...messages);
-    return true;
+    return Promise.resolve(true);
   }
 
   abort(reason = 'aborted'): boolean {

@@ -164,9 +164,9 @@ class ChildRun implements RunHandle {
     return this.events[Symbol.asyncIterator]();
   }
 
-  steer(messages: readonly RunMessage[]): boolean {
+  steer(messages: readonly RunMessage[]): false | Promise<boolean> {
     if (!this.canSteer) return false;
-    return this.writeLine(steerLine(messages));
+    return this.deliverLine(steerLine(messages));
   }
 
   abort(reason = 'aborted'): boolean {
@@ -329,6 +329,13 @@ class ChildRun implements RunHandle {
     if (!this.stdinOpen || stdin === undefined || stdin === null || !stdin.writable) return false;
     stdin.write(text);
     return true;
+  }
+
+  /** writeLine, and whether the runner's stdin took the line (its write did not fail: EPIPE when the runner closed it). */
+  private deliverLine(text: string): false | Promise<boolean> {
+    const stdin = this.child?.stdin;
+    if (!this.stdinOpen || stdin === undefined || stdin === null || !stdin.writable) return false;
+    return new Promise((resolve) => stdin.write(text, (err?: Error | null) => resolve(!err)));
   }
 
   private closeStdin(): void {

@@ -127,9 +127,11 @@ export interface RunHandle extends AsyncIterable<RunEvent> {
   /**
    * Sends `{"type":"steer", messages}` to the runner. Returns false (and sends nothing) unless the
    * runner announced `hello {steering:true}`, can still read lines, and has not finished or been
-   * stopped.
+   * stopped. Otherwise the line is on its way, and the promise says whether the runner's stdin
+   * took it: false when the write failed (a runner that closed its stdin after all), so the
+   * messages never reached it.
    */
-  steer(messages: readonly RunMessage[]): boolean;
+  steer(messages: readonly RunMessage[]): false | Promise<boolean>;
   /**
    * Stops the run: `{"type":"abort", reason}` to the runner, SIGTERM after `termAfterMs`, SIGKILL
    * after `killAfterMs` (built-ins stop at once). The run ends `aborted`. Returns false when the

@@ -2,9 +2,11 @@
 // queue-runner fixture): the events, and the exact order of each transcript.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, describe, test } from 'node:test';
 import {
   LiveIngest,
+  WAIT_MS,
   assertStoreValid,
   dm,
   eventsOf,
@@ -18,6 +20,7 @@ import {
   transcriptOf,
 } from '../fixtures/queue-lib.js';
 import { jsonLines, runCli } from '../helpers.js';
+import { waitUntil } from '../fixtures/store-child-process.js';
 
 function slowEcho(runner: Record<string, unknown> = {}, queue: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -103,6 +106,27 @@ describe('steer', () => {
     assert.equal(reply.text, 'gate: first\nsecond');
     await live.finish();
     assert.deepEqual(shape(transcriptOf(env, KEY)).slice(3, 5), ['steer', 'user:second']);
+  });
+
+  test('a runner that announced steering but closed its stdin does not get a message steered into it: the message runs as a followup', async () => {
+    const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { runner: queueRunner('deaf') } } });
+    const boundaries = () => (fs.existsSync(env.log) ? fs.readFileSync(env.log, 'utf8').split('\n').length - 1 : 0);
+    const live = new LiveIngest(env);
+    live.send(alice('first'));
+    const started = await live.waitFor((e) => e.type === 'run_started', 'the run');
+    live.send(alice('second'));
+    assert.equal((await live.result(2)).disposition, 'steered');
+    // Once the run holds the parked message, a few boundaries pass: each one is where it would be
+    // injected, and the line written to the runner's closed stdin fails.
+    await waitUntil(() => (readStore(env)[KEY]?.queue ?? []).some((item: any) => item.leasedBy === started.runId), WAIT_MS, 'the run leases the message');
+    const seen = boundaries();
+    await waitUntil(() => boundaries() >= seen + 3, WAIT_MS, 'three more boundaries');
+    releaseHolds(env);
+    const replies = [await live.waitFor((e) => e.type === 'reply', 'the first reply'), await live.waitFor((e) => e.type === 'reply' && e.runId !== started.runId, 'the followup reply')];
+    assert.deepEqual(replies.map((reply) => reply.text), ['deaf: first', 'deaf: second']);
+    await live.finish();
+    assert.deepEqual(shape(transcriptOf(env, KEY)), ['user:first', 'assistant:deaf: first', 'mirror:deaf: first', 'user:second', 'assistant:deaf: second', 'mirror:deaf: second']);
+    assertStoreValid(env);
   });
 
   test('a runner that cannot steer (steering: false) gets steer messages as followups, one turn each, in order, and they are reported queued', async () => {

@@ -238,7 +238,7 @@ describe('external runners', () => {
 
   test('the example runner works with stdin closed (steering not configured)', async () => {
     const handle = startRun(spec(['node', EXAMPLE_RUNNER]), init(['plain turn']));
-    let steerAfterHello: boolean | undefined;
+    let steerAfterHello: false | Promise<boolean> | undefined;
     const { protocol, end } = await collect(handle, (event, h) => {
       if (event.type === 'hello') steerAfterHello = h.steer([{ role: 'user', text: 'x' }]);
     });
@@ -296,7 +296,7 @@ describe('external runners', () => {
 
   test('a plain-text runner: stdin is closed after the run line, its trimmed output is the reply', async () => {
     const handle = startRun(spec(fixture('runner-plain', 'run')), init());
-    let steer: boolean | undefined;
+    let steer: false | Promise<boolean> | undefined;
     const { events, protocol, end } = await collect(handle, (_event, h) => {
       steer ??= h.steer([{ role: 'user', text: 'x' }]);
     });
@@ -431,14 +431,14 @@ describe('steering', () => {
     const handle = startRun(spec(fixture('runner-protocol', 'steer-wait'), { steering: true }), init(['turn text']));
     assert.equal(handle.canSteer, false);
     assert.equal(handle.steer([{ role: 'user', text: 'early' }]), false);
-    let accepted: boolean | undefined;
+    let accepted: false | Promise<boolean> | undefined;
     const { protocol, end } = await collect(handle, (event, h) => {
       if (event.type === 'tool_call') {
         assert.equal(h.canSteer, true);
         accepted = h.steer([{ role: 'user', text: 'steer one' }, { role: 'user', text: 'steer two' }]);
       }
     });
-    assert.equal(accepted, true);
+    assert.equal(await accepted, true, 'sent, and taken by the runner');
     assert.equal(end.status, 'done');
     assert.deepEqual(types(protocol), ['hello', 'tool_call', 'tool_result', 'boundary', 'assistant', 'reply', 'end']);
     assert.deepEqual(replies(protocol), ['turn text\nsteer one\nsteer two']);
@@ -446,7 +446,7 @@ describe('steering', () => {
 
   test('without `steering: true` in the spec stdin is closed, hello reports steering false and steer is refused', async () => {
     const handle = startRun(spec(fixture('runner-protocol', 'steer-wait')), init(['turn text']));
-    let accepted: boolean | undefined;
+    let accepted: false | Promise<boolean> | undefined;
     const { protocol, end } = await collect(handle, (event, h) => {
       if (event.type === 'hello') accepted = h.steer([{ role: 'user', text: 'x' }]);
     });
@@ -458,7 +458,7 @@ describe('steering', () => {
 
   test('a runner announcing hello {steering:false} is never steered', async () => {
     const handle = startRun(spec(fixture('runner-protocol', 'hello-false'), { steering: true }), init(), fast);
-    let accepted: boolean | undefined;
+    let accepted: false | Promise<boolean> | undefined;
     const { end } = await collect(handle, (event, h) => {
       if (event.type === 'hello') {
         accepted = h.steer([{ role: 'user', text: 'x' }]);
@@ -589,7 +589,7 @@ describe('built-in runners', () => {
     const handle = startRun(spec('builtin:slow-echo', { delayMs: 1, toolCalls: 2 }), init(['one']));
     assert.equal(handle.steer([{ role: 'user', text: 'too early' }]), false, 'nothing before hello');
     let boundaries = 0;
-    const accepted: boolean[] = [];
+    const accepted: (false | Promise<boolean>)[] = [];
     const { events } = await collect(handle, (event, h) => {
       if (event.type === 'hello') accepted.push(h.steer([{ role: 'user', text: 'two' }]));
       if (event.type === 'boundary') {
@@ -597,14 +597,14 @@ describe('built-in runners', () => {
         accepted.push(h.steer([{ role: 'user', text: boundaries === 1 ? 'three' : 'four' }]));
       }
     });
-    assert.deepEqual(accepted, [true, true, true]);
+    assert.deepEqual(await Promise.all(accepted), [true, true, true]);
     assert.deepEqual(replies(events), ['slow-echo: one\ntwo\nthree\nfour']);
     assert.equal(handle.steer([{ role: 'user', text: 'late' }]), false);
   });
 
   test('builtin:slow-echo with steering:false announces it and refuses steering', async () => {
     const handle = startRun(spec('builtin:slow-echo', { delayMs: 1, steering: false }), init(['one']));
-    let accepted: boolean | undefined;
+    let accepted: false | Promise<boolean> | undefined;
     const { events } = await collect(handle, (event, h) => {
       if (event.type === 'hello') accepted = h.steer([{ role: 'user', text: 'x' }]);
     });
