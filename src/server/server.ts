@@ -448,9 +448,16 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
       for (const event of await dropIncognitoQueues(engine).catch(() => [])) this.publish(event);
     }
     const notice: Push = { event: 'shutdown', reason };
+    // Every line read gets its answer, as it would have running: a request UNAVAILABLE (nothing of
+    // it was done), an unreadable line its own error; a blank line none.
     const answerWaiting = (item: NdjsonLine): Response | null => {
       const parsed = parseRequestLine(item);
-      return 'request' in parsed ? { id: parsed.request.id, error: { code: 'UNAVAILABLE', message: 'the server stopped before handling this request' } } : null;
+      if ('request' in parsed) return { id: parsed.request.id, error: { code: 'UNAVAILABLE', message: 'the server stopped before handling this request' } };
+      if ('answer' in parsed) {
+        this.rejected();
+        return parsed.answer;
+      }
+      return null;
     };
     for (const client of clients) client.close(notice, answerWaiting);
     await Promise.race([Promise.all(clients.map((client) => client.whenClosed())), delay(1_500)]);

@@ -676,6 +676,52 @@ describe('a subscriber that stops reading', { timeout: 60_000 }, () => {
   });
 });
 
+describe('a client that stops reading while the server stops', { timeout: 60_000 }, () => {
+  test('every line it had sent that the server read is answered, in order: a request UNAVAILABLE, an unreadable line its error', async () => {
+    const state = tempDir();
+    const server = await startLimited(state, 64 * 1024, 1024);
+    const slow = await RawClient.connect(server.socketPath);
+    slow.socket.pause();
+    // Requests with an unreadable line after every third: far more answers than the socket holds,
+    // so the server stops answering until the client reads, with read lines still waiting.
+    const sent: (number | 'bad')[] = [];
+    let text = '';
+    for (let id = 1; id <= 3000; id++) {
+      text += `${JSON.stringify({ id, op: 'status' })}\n`;
+      sent.push(id);
+      if (id % 3 === 0) {
+        text += 'this is not a request\n';
+        sent.push('bad');
+      }
+    }
+    slow.socket.write(text);
+    const probe = await connectClient(server.socketPath);
+    let handled = -1;
+    for (let probes = 1; ; probes++) {
+      // Requests handled but the probe's own: once that stops growing, the slow client's answers
+      // are stuck until it reads.
+      const total = (await probe.request<any>('status')).requests.total - probes;
+      if (total === handled) break;
+      handled = total;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await probe.close();
+    server.signal('SIGTERM');
+    // Reading again once the grace period (2 s in the fixture) is over: the server then answers
+    // what is still waiting and closes, and cuts a client that reads nothing 1.5 s later.
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    slow.socket.resume();
+    const answers: any[] = [];
+    for (let next = await slow.next(); next !== undefined; next = await slow.next()) answers.push(next);
+    await server.exited;
+    assert.deepEqual(answers.pop(), { event: 'shutdown', reason: 'SIGTERM' });
+    const waiting = answers.filter((a) => a.error?.message === 'the server stopped before handling this request');
+    assert.ok(waiting.length > 0, 'some read requests were still waiting when the server closed');
+    assert.deepEqual(answers.map((a) => (a.id === null ? 'bad' : a.id)), sent.slice(0, answers.length), 'one answer per line read, in order');
+    for (const answer of answers.filter((a) => a.id === null)) assert.equal(answer.error.code, 'BAD_INPUT');
+  });
+});
+
 describe('at its client limit', { timeout: 60_000 }, () => {
   test('the connection idle longest is let go for a new client (a final UNAVAILABLE line); busy ones and subscribers never are', async () => {
     const state = tempDir();
