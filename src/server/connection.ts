@@ -16,6 +16,13 @@ export interface ConnectionLimits {
   maxPendingRequests: number;
   /** …or bytes of them (a few huge lines must not add up to gigabytes). */
   maxPendingBytes: number;
+  /**
+   * Bytes read and not yet answered, all clients together: past it, a client that already has
+   * something waiting is not read from until the total falls (many clients, each within its own
+   * limit, must not add up to gigabytes either). A client with nothing waiting is still read, so
+   * every client keeps being served.
+   */
+  maxPendingBytesTotal: number;
 }
 
 export interface ConnectionHost {
@@ -24,6 +31,10 @@ export interface ConnectionHost {
   handle(request: Request, client: ClientConnection): Promise<Response>;
   /** A line that was not a valid request (answered with an error by the connection itself). */
   rejected(response: Response): void;
+  /** Bytes read and not yet answered changed by `delta` for one client (maxPendingBytesTotal). */
+  notePending(delta: number): void;
+  /** Whether all clients together hold maxPendingBytesTotal or more. */
+  readonly overPendingBudget: boolean;
   closed(client: ClientConnection): void;
 }
 
@@ -76,8 +87,7 @@ export class ClientConnection {
     socket.on('error', () => undefined);
     socket.on('close', () => {
       this.isClosed = true;
-      this.queue.length = 0;
-      this.queuedBytes = 0;
+      this.forgetQueue();
       this.wakeDrain();
       this.wakeIdle();
       this.markClosed();
@@ -107,16 +117,30 @@ export class ClientConnection {
   private enqueue(lines: NdjsonLine[]): void {
     if (this.dropped) return;
     if (lines.length > 0) this.lastRequestAt = Date.now();
+    let bytes = 0;
     for (const line of lines) {
       this.queue.push(line);
-      this.queuedBytes += sizeOf(line);
+      bytes += sizeOf(line);
     }
+    this.queuedBytes += bytes;
+    this.host.notePending(bytes);
     this.updateReading();
     void this.pump();
   }
 
-  /** Reading pauses while answers pile up or requests wait; it never resumes once frozen. */
-  private updateReading(): void {
+  /** Drops what waits unanswered (the client is gone or let go), and its share of the server's budget. */
+  private forgetQueue(): void {
+    this.queue.length = 0;
+    this.host.notePending(-this.queuedBytes);
+    this.queuedBytes = 0;
+  }
+
+  /**
+   * Reading pauses while answers pile up or requests wait — its own, or all clients' together
+   * past maxPendingBytesTotal (the server calls this again once they are below); it never
+   * resumes once frozen.
+   */
+  updateReading(): void {
     if (this.isClosed) return;
     const { maxPendingRequests, maxPendingBytes, highWaterBytes } = this.host.limits;
     const pause =
@@ -124,6 +148,7 @@ export class ClientConnection {
       this.dropped ||
       this.queue.length >= maxPendingRequests ||
       this.queuedBytes >= maxPendingBytes ||
+      (this.queuedBytes > 0 && this.host.overPendingBudget) ||
       this.socket.writableLength > highWaterBytes;
     if (pause && !this.socket.isPaused()) this.socket.pause();
     else if (!pause && this.socket.isPaused()) this.socket.resume();
@@ -141,6 +166,7 @@ export class ClientConnection {
         }
         const item = this.queue.shift()!;
         this.queuedBytes -= sizeOf(item);
+        this.host.notePending(-sizeOf(item));
         this.updateReading();
         const parsed = parseRequestLine(item);
         if ('blank' in parsed) continue;
@@ -237,8 +263,7 @@ export class ClientConnection {
   drop(message: string): void {
     if (this.isClosed || this.dropped) return;
     this.dropped = true;
-    this.queue.length = 0;
-    this.queuedBytes = 0;
+    this.forgetQueue();
     this.write(encodeLine({ id: null, error: { code: 'UNAVAILABLE', message } }));
     this.closeSoon();
     // No longer served: it gets no more events and no longer counts as a client.
@@ -249,11 +274,11 @@ export class ClientConnection {
   close(finalPush?: Push, answerWaiting?: (item: NdjsonLine) => Response | null): void {
     if (this.isClosed) return;
     if (answerWaiting) {
-      this.queuedBytes = 0;
-      for (const item of this.queue.splice(0)) {
+      for (const item of this.queue) {
         const response = answerWaiting(item);
         if (response) this.write(encodeLine(response));
       }
+      this.forgetQueue();
     }
     if (finalPush) this.write(encodeLine(finalPush));
     this.dropped = true;

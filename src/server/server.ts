@@ -46,6 +46,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxQueuedBytes: 16 * 1024 * 1024,
   maxPendingRequests: 1_024,
   maxPendingBytes: 8 * 1024 * 1024,
+  maxPendingBytesTotal: 64 * 1024 * 1024,
   maxClients: 1_024,
   maxMessagesPerRequest: 10_000,
   maxBatchBytes: DEFAULT_MAX_BATCH_BYTES,
@@ -107,6 +108,8 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
   private readonly startedAt = Date.now();
   private nextClientId = 1;
   private draining = false;
+  /** Bytes read and not yet answered, all clients together (maxPendingBytesTotal). */
+  private pendingBytes = 0;
   private stopping?: Promise<StopSummary>;
   private endGrace?: () => void;
   private aborted = false;
@@ -314,6 +317,16 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
     this.counters.badRequests++;
   }
 
+  notePending(delta: number): void {
+    const wasOver = this.overPendingBudget;
+    this.pendingBytes += delta;
+    if (wasOver && !this.overPendingBudget) for (const client of this.clients) client.updateReading();
+  }
+
+  get overPendingBudget(): boolean {
+    return this.pendingBytes >= this.limits.maxPendingBytesTotal;
+  }
+
   closed(client: ClientConnection): void {
     this.clients.delete(client);
   }
@@ -367,6 +380,7 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
         inFlight: this.counters.inFlight,
         errors: this.counters.errors,
         badRequests: this.counters.badRequests,
+        pendingBytes: this.pendingBytes,
       },
       messages: { results: this.counters.results, errors: this.counters.messageErrors, queued: this.ingestQueue.queued, batches: this.ingestQueue.batches },
       pushes: this.counters.pushes,

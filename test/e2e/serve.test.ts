@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connectClient, type Push, type SwitchboardClient } from '../../src/server/index.js';
 import { withLock } from '../../src/store/index.js';
-import { BIN, REPO_ROOT, jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
+import { BIN, REPO_ROOT, jsonLines, rssBytes, runCli, tempDir, writeJson } from '../helpers.js';
 import { ServeProcess, cleanEnv, pushWaiter, startServe, stopAllServers, trackServer } from '../serve-process.js';
 
 const FIXTURES = path.join(REPO_ROOT, 'dist', 'test', 'fixtures');
@@ -47,8 +47,9 @@ function run(entry: string, args: string[], input = ''): Promise<Finished> {
   });
 }
 
-async function startLimited(state: string, maxQueuedBytes: number, highWaterBytes: number, maxClients?: number): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [LIMITS_FIXTURE, state, String(maxQueuedBytes), String(highWaterBytes), ...(maxClients !== undefined ? [String(maxClients)] : [])], { env: cleanEnv(), cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startLimited(state: string, maxQueuedBytes: number, highWaterBytes: number, maxClients?: number, maxPendingBytesTotal?: number): Promise<ServeProcess> {
+  const extra = [maxClients !== undefined ? String(maxClients) : '-', ...(maxPendingBytesTotal !== undefined ? [String(maxPendingBytesTotal)] : [])];
+  const child = spawn(process.execPath, [LIMITS_FIXTURE, state, String(maxQueuedBytes), String(highWaterBytes), ...extra], { env: cleanEnv(), cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const server = trackServer(new ServeProcess(child, path.join(state, 'switchboard.sock')));
   await server.waitForStderr(/listening on/);
   return server;
@@ -238,28 +239,28 @@ describe('the socket file and single instance (quality case 25)', { timeout: 60_
   });
 });
 
-describe('lifecycle: SIGTERM drains, SIGHUP reloads', { timeout: 60_000 }, () => {
-  /** Holds the default agent's sessions.json lock, so an ingest stays in flight until released. */
-  async function holdStoreLock(state: string): Promise<{ release: () => Promise<void> }> {
-    const storePath = path.join(sessionsDir(state), 'sessions.json');
-    fs.mkdirSync(path.dirname(storePath), { recursive: true, mode: 0o700 });
-    let release!: () => void;
-    let taken!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const held = new Promise<void>((resolve) => (taken = resolve));
-    const done = withLock(storePath, { busyCode: 'STORE_BUSY' }, async () => {
-      taken();
-      await gate;
-    });
-    await held;
-    return {
-      release: async () => {
-        release();
-        await done;
-      },
-    };
-  }
+/** Holds the default agent's sessions.json lock, so an ingest stays in flight until released. */
+async function holdStoreLock(state: string): Promise<{ release: () => Promise<void> }> {
+  const storePath = path.join(sessionsDir(state), 'sessions.json');
+  fs.mkdirSync(path.dirname(storePath), { recursive: true, mode: 0o700 });
+  let release!: () => void;
+  let taken!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const held = new Promise<void>((resolve) => (taken = resolve));
+  const done = withLock(storePath, { busyCode: 'STORE_BUSY' }, async () => {
+    taken();
+    await gate;
+  });
+  await held;
+  return {
+    release: async () => {
+      release();
+      await done;
+    },
+  };
+}
 
+describe('lifecycle: SIGTERM drains, SIGHUP reloads', { timeout: 60_000 }, () => {
   /** Waits until the server reports `count` requests in flight besides the asking one. */
   async function waitInFlight(socketPath: string, count: number): Promise<void> {
     const probe = await connectClient(socketPath);
@@ -722,6 +723,46 @@ describe('a client that stops reading while the server stops', { timeout: 60_000
   });
 });
 
+describe('many clients that send and do not read', { timeout: 60_000 }, () => {
+  test('what the server holds of their requests stays within its total, whatever each may hold; all are answered once the work moves', async () => {
+    const state = tempDir();
+    const TOTAL = 2 * 1024 * 1024;
+    const server = await startLimited(state, 16 * 1024 * 1024, 1024 * 1024, undefined, TOTAL);
+    const lock = await holdStoreLock(state);
+    const before = rssBytes(server.child.pid!);
+    // Each client: an ingest that waits for the store lock, then 4 MiB of unreadable lines
+    // queued behind it — within its own limit (8 MiB), 64 MiB for the sixteen together.
+    const clients = await Promise.all(Array.from({ length: 16 }, () => RawClient.connect(server.socketPath)));
+    const filler = `${'x'.repeat(64 * 1024)}\n`.repeat(64);
+    clients.forEach((client, i) => {
+      client.send({ id: `in-${i}`, op: 'ingest', messages: [{ channel: 'telegram', peer: `direct:p${i}`, text: 'hello' }] });
+      client.send(filler);
+    });
+    const probe = await connectClient(server.socketPath);
+    let held = -1;
+    for (;;) {
+      // Reading has stopped once the bytes held stop growing.
+      const now = rssBytes(server.child.pid!);
+      if (now === held) break;
+      held = now;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    const status = await probe.request<any>('status');
+    assert.ok(held - before < 24 * 1024 * 1024, `the server grew by ${((held - before) / 2 ** 20).toFixed(1)} MiB`);
+    assert.ok(status.requests.pendingBytes <= TOTAL + 16 * 128 * 1024, `${status.requests.pendingBytes} bytes held`);
+    await lock.release();
+    for (const [i, client] of clients.entries()) {
+      const first = await client.next();
+      assert.equal(first.id, `in-${i}`);
+      assert.equal(first.result.events[0].persisted, true);
+      for (let line = 0; line < 64; line++) assert.equal((await client.next()).error.code, 'BAD_INPUT');
+      client.close();
+    }
+    await probe.close();
+    await server.stop();
+  });
+});
+
 describe('at its client limit', { timeout: 60_000 }, () => {
   test('the connection idle longest is let go for a new client (a final UNAVAILABLE line); busy ones and subscribers never are', async () => {
     const state = tempDir();
@@ -959,7 +1000,7 @@ describe('load (quality case 24)', { timeout: 120_000 }, () => {
     const { batches, ...messages } = status.messages;
     assert.deepEqual(messages, { results: clients * perClient, errors: 0, queued: 0 });
     assert.ok(batches >= 1 && batches <= clients * perClient, `batches: ${batches}`);
-    assert.deepEqual(status.requests, { total: clients * perClient + 1, inFlight: 1, errors: 0, badRequests: 0 });
+    assert.deepEqual(status.requests, { total: clients * perClient + 1, inFlight: 1, errors: 0, badRequests: 0, pendingBytes: 0 });
     assert.equal(status.connections, clients + 1);
     await client.close();
     await server.stop();
