@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { updateSessionStore } from '../../src/store/index.js';
-import { startChild, waitUntil, type ChildRun } from '../fixtures/store-child-process.js';
+import { killChildren, startChild, waitUntil, type ChildRun } from '../fixtures/store-child-process.js';
 import { tempDir } from '../helpers.js';
 
 const ROUNDS = 4;
@@ -17,13 +17,7 @@ const ROUNDS = 4;
 const STALE_MS = 2_000;
 
 const children: ChildRun[] = [];
-after(() => {
-  for (const run of children) {
-    if (run.child.exitCode !== null || run.child.signalCode !== null) continue;
-    run.child.kill('SIGCONT');
-    run.child.kill('SIGKILL');
-  }
-});
+after(() => killChildren(children));
 
 function writer(config: Record<string, unknown>): ChildRun {
   const run = startChild('frozen-store-child.js', [JSON.stringify(config)]);

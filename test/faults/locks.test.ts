@@ -18,7 +18,7 @@ import {
   type LockOwnerRecord,
   type TranscriptRecord,
 } from '../../src/store/index.js';
-import { startChild, type ChildRun } from '../fixtures/store-child-process.js';
+import { killChildren, startChild, type ChildRun } from '../fixtures/store-child-process.js';
 import { tempDir as makeTempDir } from '../helpers.js';
 
 const children: ChildRun[] = [];
@@ -28,9 +28,7 @@ function holder(config: Record<string, unknown>): ChildRun {
   children.push(run);
   return run;
 }
-after(() => {
-  for (const run of children) if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
-});
+after(() => killChildren(children));
 
 const session = { sessionId: 'lock-test-session', sessionKey: 'agent:main:test:direct:7', agentId: 'main' };
 

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { startChild, waitUntil, type ChildRun } from '../fixtures/store-child-process.js';
+import { killChildren, startChild, waitUntil, type ChildRun } from '../fixtures/store-child-process.js';
 import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
@@ -23,9 +23,7 @@ const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 const children: ChildRun[] = [];
-after(() => {
-  for (const run of children) if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
-});
+after(() => killChildren(children));
 
 const KEYS = {
   /** Pinned by the other process after the plan: only the pinned check can save it. */

@@ -11,13 +11,11 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { startChild, type ChildRun } from '../fixtures/store-child-process.js';
+import { killChildren, startChild, type ChildRun } from '../fixtures/store-child-process.js';
 import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
 
 const children: ChildRun[] = [];
-after(() => {
-  for (const run of children) if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
-});
+after(() => killChildren(children));
 
 const say = (text: string, messageId: string, extra: Record<string, unknown> = {}): string =>
   JSON.stringify({ channel: 'telegram', peer: { kind: 'direct', id: 'p0' }, text, messageId, ...extra });

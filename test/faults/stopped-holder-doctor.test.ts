@@ -9,18 +9,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { listLocks, lockPathFor } from '../../src/store/index.js';
-import { startChild, waitUntil, type ChildRun } from '../fixtures/store-child-process.js';
+import { killChildren, startChild, waitUntil, type ChildRun } from '../fixtures/store-child-process.js';
 import { runCli, tempDir, writeJson } from '../helpers.js';
 
 const STALE_MS = 1_000;
 const children: ChildRun[] = [];
-after(() => {
-  for (const run of children) {
-    if (run.child.exitCode !== null || run.child.signalCode !== null) continue;
-    run.child.kill('SIGCONT');
-    run.child.kill('SIGKILL');
-  }
-});
+after(() => killChildren(children));
 
 /** A store with one session, and a child that holds `target`'s lock and is then stopped once the lock looks stale. */
 async function stoppedHolder(lockOf: (dir: string, entry: { sessionFile: string }) => string, extra: Record<string, unknown> = {}) {
