@@ -109,7 +109,7 @@ export interface SessionDetails extends FoundSession {
 export async function showSession(ctx: EngineContext, keyOrId: string, selection: StoreSelection = {}): Promise<SessionDetails> {
   const found = await findSession(ctx, keyOrId, selection);
   const transcriptPath = transcriptFileOf(found.location, found.entry, found.key);
-  const policy = resetPolicyFor(ctx.config.session, found.key, resetRouteOf(found.entry as Parameters<typeof resetRouteOf>[0]));
+  const policy = resetPolicyFor(ctx.config.session, found.key, resetRouteOf(found.entry));
   const freshness = evaluateFreshness(found.entry, policy, ctx.clock.now());
   const lockPath = lockPathFor(transcriptPath);
   const lockExists = await fsp.stat(lockPath).then(

@@ -42,15 +42,27 @@ function peerOf(value: unknown): { kind: string; id: string } | undefined {
 
 const firstString = (...values: unknown[]): string | undefined => values.find((value): value is string => typeof value === 'string');
 
+function recordOrEmpty<T extends object>(value: unknown): T {
+  return (value !== null && typeof value === 'object' ? value : {}) as T;
+}
+
+/** The fields of an entry (of any shape: another tool may have written it) that say where its session lives. */
+export interface EntryRouteFields {
+  channel?: unknown;
+  chatType?: unknown;
+  origin?: unknown;
+  deliveryContext?: unknown;
+}
+
 /**
  * The channel, thread and peer kind a stored entry's reset policy is resolved by, when no message
  * names them. switchboard's rows carry `origin.channel` and `origin.peer`; OpenClaw's name the
  * channel `origin.provider` (or only `deliveryContext.channel`) and the kind `chatType`, with no
  * peer, so a kind from `chatType` stands in for the peer (only its kind decides the type).
  */
-export function resetRouteOf(entry: Omit<ResetCandidate, 'key' | 'sessionId'>): { channel: string; threadId?: string; peer?: { kind: string; id: string } } {
-  const origin = entry.origin ?? {};
-  const channel = firstString(origin.channel, entry.channel, origin.provider, entry.deliveryContext?.channel) ?? '';
+export function resetRouteOf(entry: EntryRouteFields): { channel: string; threadId?: string; peer?: { kind: string; id: string } } {
+  const origin: NonNullable<ResetCandidate['origin']> = recordOrEmpty(entry.origin);
+  const channel = firstString(origin.channel, entry.channel, origin.provider, recordOrEmpty<{ channel?: unknown }>(entry.deliveryContext).channel) ?? '';
   const threadId = typeof origin.threadId === 'string' || typeof origin.threadId === 'number' ? String(origin.threadId) : undefined;
   const chatType = firstString(entry.chatType, origin.chatType);
   const peer = peerOf(origin.peer) ?? (chatType === 'direct' || chatType === 'group' || chatType === 'channel' ? { kind: chatType, id: '' } : undefined);
