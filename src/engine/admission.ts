@@ -325,7 +325,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
       // to a runner (commitClaim, right before the runner starts): a process that dies while the
       // run waits for a lane slot leaves it claimed, and the next owner runs it (recorded already,
       // not recorded again) instead of reporting a message no runner ever saw.
-      const claimed: QueueItem = { ...queueItemOf(item, env, { sessionKey: key, sessionId: entry.sessionId, mode: settings.mode, state: 'queued', text, settings, replyTo: plan.replyTo }), claimedBy: item.runId };
+      const claimed: QueueItem = { ...queueItemOf(item, env, { sessionKey: key, sessionId: entry.sessionId, mode: settings.mode, state: 'queued', text, settings, replyTo: plan.replyTo }), claimedBy: item.runId, recordedOnArrival: true };
       setQueue(entry, [...queue, claimed]);
       effects.starts.push({
         item,

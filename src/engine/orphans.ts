@@ -16,7 +16,7 @@
 import { carriedOf, type QueueItem } from '../policy/index.js';
 import { findInstanceTranscript, type NewTranscriptEntry, type StoreLocation } from '../store/index.js';
 import { transcriptPathIn } from './context.js';
-import { recordedRunIds } from './run-store.js';
+import { recordKeyOfItem, recordedItems } from './run-store.js';
 import {
   isThisProcess,
   noteRemoved,
@@ -32,8 +32,9 @@ import {
   type RunFailedEvent,
 } from './queue-state.js';
 
-function recordedKey(runId: string): string {
-  return `recorded:${runId}`;
+/** The liveness map's entry for whether an item's user record is in its transcript. */
+function recordedKey(item: QueueItem): string {
+  return `recorded:${recordKeyOfItem(item)}`;
 }
 
 /** The run that took `item` (or left it), if any. */
@@ -50,7 +51,7 @@ export function unknownOrphans(entry: QueuedEntry | undefined, liveness: Livenes
   if (entry === undefined) return [];
   const run = entry.activeRun;
   const runGone = run === undefined || (!isThisProcess(run) && runAlive(run, liveness) === false);
-  return queueOf(entry).filter((item) => (runGone ? takerOf(item) !== undefined : item.orphanedFrom !== undefined) && !liveness.has(recordedKey(item.runId)));
+  return queueOf(entry).filter((item) => (runGone ? takerOf(item) !== undefined : item.orphanedFrom !== undefined) && !liveness.has(recordedKey(item)));
 }
 
 /**
@@ -69,8 +70,8 @@ export async function learnRecordedOrphans(location: StoreLocation, entry: Queue
   for (const item of items) byInstance.set(item.sessionId, [...(byInstance.get(item.sessionId) ?? []), item]);
   for (const [sessionId, pinned] of byInstance) {
     const file = sessionId === entry?.sessionId ? (typeof transcriptName === 'string' ? transcriptPathIn(location, transcriptName) : null) : await findInstanceTranscript(location.sessionsDir, sessionId);
-    const found = file !== null ? await recordedRunIds(file, pinned) : new Set<string>();
-    for (const item of pinned) liveness.set(recordedKey(item.runId), found.has(item.runId));
+    const found = file !== null ? await recordedItems(file, pinned) : new Set<string>();
+    for (const item of pinned) liveness.set(recordedKey(item), found.has(recordKeyOfItem(item)));
   }
 }
 
@@ -98,7 +99,7 @@ export function reportLeaving<T extends DroppedEvent | ExpiredEvent>(items: read
   const turns = new Map<string, QueueItem[]>();
   for (const item of items) {
     const taker = takerOf(item);
-    if (taker === undefined || liveness.get(recordedKey(item.runId)) !== true) {
+    if (taker === undefined || liveness.get(recordedKey(item)) !== true) {
       plain.push(report(item));
       continue;
     }

@@ -1,7 +1,7 @@
 // A run's bookkeeping in the store and its transcript, in the drain order that loses nothing:
 // a turn's items are claimed in the queue (runtime.planDrain), their user record is appended and
 // fsynced, and only then are they taken out of the queue (commitClaim). A turn that takes over
-// the claim of a dead run first looks in the transcript for its records (recordedRunIds).
+// the claim of a dead run first looks in the transcript for its records (recordedItems).
 
 import { randomUUID } from 'node:crypto';
 import { toSwitchboardError } from '../core/index.js';
@@ -16,30 +16,50 @@ export function updateStore<T>(ctx: EngineContext, location: StoreLocation, muta
 }
 
 /**
- * The runIds among `items` that the transcript already records: a user message of that runId, a
- * collect record listing it, or an overflow record. A message record counts only with the item's
- * own messageId (none for none): a client may give two messages one runId, and the record of the
- * earlier one was taken for the later one's, which then ran and was never recorded. Streams the
- * file (it may be large; this only runs for turns taken over from a dead run). A missing or
+ * Which queue item a user record is the record of: its runId, messageId (none for none) and the
+ * time it was queued, which every record of a queued item carries (`queued.enqueuedAt`, or
+ * `enqueuedAt` in a collect record's list). runIds are client-chosen and a client may give two
+ * messages one runId, with or without messageIds: by runId (and messageId) alone, the record of an
+ * earlier message was taken for a later one's, which then ran and was never recorded. A message
+ * recorded as it arrived has no `queued` field, and no item looks for it (recordedOnArrival).
+ */
+export function itemRecordKey(runId: string, messageId: string | null | undefined, enqueuedAt: number): string {
+  return JSON.stringify([runId, messageId ?? null, enqueuedAt]);
+}
+
+export function recordKeyOfItem(item: Pick<QueueItem, 'runId' | 'messageId' | 'enqueuedAt'>): string {
+  return itemRecordKey(item.runId, item.messageId, item.enqueuedAt);
+}
+
+/**
+ * The items among `items` that the transcript already records (by recordKeyOfItem): one recorded
+ * on arrival, or one with a user message of its own, a collect record listing it, or an overflow
+ * record of its runId. Streams
+ * the file (it may be large; this only runs for turns taken over from a dead run). A missing or
  * unreadable file records nothing.
  */
-export async function recordedRunIds(transcript: string, items: readonly Pick<QueueItem, 'runId' | 'messageId'>[]): Promise<Set<string>> {
-  const wanted = new Map<string, Set<string | null>>();
-  for (const item of items) wanted.set(item.runId, (wanted.get(item.runId) ?? new Set()).add(item.messageId ?? null));
+export async function recordedItems(transcript: string, items: readonly Pick<QueueItem, 'runId' | 'messageId' | 'enqueuedAt' | 'recordedOnArrival'>[]): Promise<Set<string>> {
   const found = new Set<string>();
-  const look = (part: { runId?: unknown; messageId?: unknown } | undefined): void => {
-    if (typeof part?.runId !== 'string') return;
-    const messageId = typeof part.messageId === 'string' ? part.messageId : null;
-    if (wanted.get(part.runId)?.has(messageId)) found.add(part.runId);
+  for (const item of items) if (item.recordedOnArrival === true) found.add(recordKeyOfItem(item));
+  const sought = items.filter((item) => item.recordedOnArrival !== true);
+  if (sought.length === 0) return found;
+  const wanted = new Set(sought.map(recordKeyOfItem));
+  const overflowRuns = new Map<string, string[]>();
+  for (const item of sought) overflowRuns.set(item.runId, [...(overflowRuns.get(item.runId) ?? []), recordKeyOfItem(item)]);
+  const look = (part: { runId?: unknown; messageId?: unknown } | undefined, enqueuedAt: unknown): void => {
+    if (typeof part?.runId !== 'string' || typeof enqueuedAt !== 'number') return;
+    const key = itemRecordKey(part.runId, typeof part.messageId === 'string' ? part.messageId : null, enqueuedAt);
+    if (wanted.has(key)) found.add(key);
   };
   try {
     for await (const record of readTranscript(transcript)) {
-      if (record.type === 'queue_overflow' && typeof record.runId === 'string' && wanted.has(record.runId)) found.add(record.runId);
+      // An overflow item's record names its runId alone: overflow runIds are switchboard's own.
+      if (record.type === 'queue_overflow' && typeof record.runId === 'string') for (const key of overflowRuns.get(record.runId) ?? []) found.add(key);
       if (record.type !== 'message') continue;
       const message = record.message as Record<string, unknown> | undefined;
       if (message?.role !== 'user') continue;
-      if (!Array.isArray(message.collected)) look(message);
-      else for (const part of message.collected as { runId?: unknown; messageId?: unknown }[]) look(part);
+      if (!Array.isArray(message.collected)) look(message, (message.queued as { enqueuedAt?: unknown } | undefined)?.enqueuedAt);
+      else for (const part of message.collected as { runId?: unknown; messageId?: unknown; enqueuedAt?: unknown }[]) look(part, part?.enqueuedAt);
     }
   } catch {
     // No transcript yet (or not readable): nothing of these items is recorded in it.

@@ -24,7 +24,7 @@ import {
   type RunFailedEvent,
   type SessionRef,
 } from './queue-state.js';
-import { claimOf, commitClaim, commitSteer, giveBackClaim, recordedRunIds, releaseSession, releaseUnstarted, updateStore, type ClaimCommit } from './run-store.js';
+import { claimOf, commitClaim, commitSteer, giveBackClaim, recordKeyOfItem, recordedItems, releaseSession, releaseUnstarted, updateStore, type ClaimCommit } from './run-store.js';
 import type { TurnSpec } from './turn-spec.js';
 import { TurnWriter } from './turn-writer.js';
 
@@ -208,8 +208,8 @@ export class LocalRun {
       // Items the dead run had claimed never reached a runner (claimed items leave the queue only
       // right before one starts), so they run now. Items it had leased for steering and recorded
       // were injected into its runner: they are not run a second time, the run is reported.
-      const recordedBefore = turn.recheck === true ? await recordedRunIds(turn.transcript, turn.items) : new Set<string>();
-      if (turn.items.some((item) => recordedBefore.has(item.runId) && item.orphanedFrom !== item.claimedBy)) {
+      const recordedBefore = turn.recheck === true ? await recordedItems(turn.transcript, turn.items) : new Set<string>();
+      if (turn.items.some((item) => recordedBefore.has(recordKeyOfItem(item)) && item.orphanedFrom !== item.claimedBy)) {
         if (await this.writer.append(outbox)) committed = commitClaim(this.ctx, turn.ref, undefined, outboxIds);
         const dead = [...new Set(turn.items.map((item) => item.orphanedFrom).filter((id) => id !== undefined))].join(', ');
         this.orphaned = `run ${turn.runId} was abandoned after its messages were recorded: the process that ran it (run ${dead}) is gone; not run again`;

@@ -68,6 +68,12 @@ export interface QueueItem {
    * recorded it already, so the transcript is checked before it is recorded again.
    */
   orphanedFrom?: string;
+  /**
+   * The message was recorded as it arrived, by the batch that wrote this item (a message that
+   * started its run at once, claimed by it until its runner starts): the record is written and
+   * fsynced before the store holds the item, so it is known recorded without looking for it.
+   */
+  recordedOnArrival?: true;
 }
 
 /** A message a run carries: what its run_failed names when the run fails or its process dies. */

@@ -250,8 +250,11 @@ describe('a claim left by a process that died between claiming and removing', ()
       entry.activeRun = { ...entry.activeRun, runId: 'a', messages: [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }] };
     });
     if (recorded) {
+      // As a drain writes it: each collected item with the time it was queued (what tells it from
+      // another message given the same runId).
       const entry = readStore(env)[KEY];
-      recordUser(env, entry, { content: [{ type: 'text', text: 'collected a, b' }], runId: 'a', collected: [{ runId: 'a', messageId: 'ma' }, { runId: 'b', messageId: 'mb' }] });
+      const collected = entry.queue.map((item: any) => ({ runId: item.runId, messageId: item.messageId, requester: item.requester, enqueuedAt: item.enqueuedAt }));
+      recordUser(env, entry, { content: [{ type: 'text', text: 'collected a, b' }], runId: 'a', collected });
     }
     return env;
   }
@@ -311,7 +314,8 @@ describe('a claim left by a process that died between claiming and removing', ()
     const env = await diedDuringFirstRun([eve('first', { runId: 'first' }), dm('eve', 'b', { runId: 'b', messageId: 'mb', queue: { mode: 'followup' } })], (entry) => {
       entry.queue = entry.queue.map((item: any) => ({ ...item, state: 'parked', leasedBy: 'first' }));
     });
-    recordUser(env, readStore(env)[KEY], { content: [{ type: 'text', text: 'b' }], runId: 'b', messageId: 'mb' });
+    const parked = readStore(env)[KEY];
+    recordUser(env, parked, { content: [{ type: 'text', text: 'b' }], runId: 'b', messageId: 'mb', queued: { mode: 'followup', enqueuedAt: parked.queue[0].enqueuedAt } });
 
     const r = await ingestAll(env, [dm('eve', 'instead', { runId: 'now', queue: { mode: 'interrupt' } })]);
     assert.equal(r.code, 0, r.stderr);

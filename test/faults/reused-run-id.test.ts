@@ -22,15 +22,15 @@ after(() => {
   for (const holder of holders) holder.child.kill('SIGKILL');
 });
 
-test('a claimed turn taken over from a dead drain is recorded although an earlier message had the same runId', async () => {
+async function takeOverAfterReusedRunId(ids: { first?: string; second?: string }): Promise<void> {
   const env = queueEnv({
     session: { dmScope: 'per-peer', writeLock: { acquireTimeoutMs: WAIT_MS } },
     agents: { defaults: { runner: { command: 'builtin:echo' } } },
     messages: { queue: { mode: 'followup', debounceMs: 0 } },
   }, 'sb-runid-');
-  const first = await ingestAll(env, [dm('alice', 'one', { runId: 'R', messageId: 'm1' })]);
+  const first = await ingestAll(env, [dm('alice', 'one', { runId: 'R', ...(ids.first ? { messageId: ids.first } : {}) })]);
   assert.equal(first.code, 0, first.stderr);
-  const queued = await ingestAll(env, [dm('alice', 'two', { runId: 'R', messageId: 'm2' })], ['--no-wait']);
+  const queued = await ingestAll(env, [dm('alice', 'two', { runId: 'R', ...(ids.second ? { messageId: ids.second } : {}) })], ['--no-wait']);
   assert.equal(queued.code, 0, queued.stderr);
   assert.equal(queued.events[0].disposition, 'queued');
 
@@ -40,7 +40,7 @@ test('a claimed turn taken over from a dead drain is recorded although an earlie
   holders.push(holder);
   const drain = new LiveIngest(env);
   drain.end();
-  await waitUntil(() => (readStore(env)[KEY].queue ?? []).some((item: any) => item.messageId === 'm2' && item.claimedBy !== undefined), WAIT_MS, 'the drain to claim the turn');
+  await waitUntil(() => (readStore(env)[KEY].queue ?? []).some((item: any) => item.text === 'two' && item.claimedBy !== undefined), WAIT_MS, 'the drain to claim the turn');
   drain.child.kill('SIGKILL');
   await drain.exited;
   holder.send('release');
@@ -51,6 +51,10 @@ test('a claimed turn taken over from a dead drain is recorded although an earlie
   assert.equal(takeover.code, 0, takeover.stderr);
   assert.ok(takeover.events.some((e) => e.type === 'reply' && e.text === 'echo: two'), JSON.stringify(takeover.events));
   const users = transcriptOf(env, KEY).filter((r) => r.type === 'message' && r.message.role === 'user');
-  assert.deepEqual(users.map((r) => [r.message.messageId, r.message.content[0].text]), [['m1', 'one'], ['m2', 'two']], 'each message recorded once, "two" included');
+  assert.deepEqual(users.map((r) => [r.message.messageId, r.message.content[0].text]), [[ids.first, 'one'], [ids.second, 'two']], 'each message recorded once, "two" included');
   assert.equal(readStore(env)[KEY].queue, undefined);
-});
+}
+
+test('a claimed turn taken over from a dead drain is recorded although an earlier message had the same runId', () => takeOverAfterReusedRunId({ first: 'm1', second: 'm2' }));
+
+test('…also when neither message has a messageId: the record is the queued item\'s by its queue time', () => takeOverAfterReusedRunId({}));
