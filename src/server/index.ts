@@ -12,13 +12,7 @@ export {
   type ServerLimits,
   type LoadedEngine,
 } from './server.js';
-export {
-  connectClient,
-  ingestViaSocket,
-  errorFromWire,
-  type SwitchboardClient,
-  type SocketIngestOptions,
-  type SocketIngestSummary,
-} from './client.js';
+export { connectClient, errorFromWire, type SwitchboardClient } from './client.js';
+export { ingestViaSocket, type SocketIngestOptions, type SocketIngestSummary } from './socket-ingest.js';
 export { defaultSocketPath, probeSocket, SOCKET_FILE_NAME, type ProbeResult } from './socket-file.js';
 export { MAX_REQUEST_BYTES, OPS, type Op, type Request, type RequestId, type Response, type Push, type ErrorBody } from './protocol.js';
