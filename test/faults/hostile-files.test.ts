@@ -35,8 +35,17 @@ function newState(): State {
   return { state, config, dir, storePath: path.join(dir, 'sessions.json'), outside: tempDir('sb-outside-') };
 }
 
+/**
+ * A command against the hostile state `s`, killed if it waits past `killAfterMs`. Work on huge
+ * files gets more than the FIFO check needs: reading 600 MiB took over 15 s on a loaded 2-core
+ * machine once, and that is no hang.
+ */
 async function cli(s: State, ...args: string[]): Promise<CliResult> {
-  const r = await runCli([...args, '--state-dir', s.state, '--config', s.config], { timeoutMs: KILL_AFTER_MS });
+  return cliWithin(KILL_AFTER_MS, s, ...args);
+}
+
+async function cliWithin(killAfterMs: number, s: State, ...args: string[]): Promise<CliResult> {
+  const r = await runCli([...args, '--state-dir', s.state, '--config', s.config], { timeoutMs: killAfterMs });
   assert.equal(r.signal, null, `switchboard ${args.join(' ')} exited by itself (no wait on a FIFO): ${r.stderr}`);
   return r;
 }
@@ -420,6 +429,7 @@ describe('entries of the wrong shape', () => {
 });
 
 describe('a transcript line longer than any record', () => {
+  const huge = (s: State, ...args: string[]) => cliWithin(120_000, s, ...args);
   // 600 MiB of NULs and no newline, sparse (truncate extends without writing): decoded as one
   // string it passes V8's limit (~512 MiB). Before, every reader of the session failed with a raw
   // RangeError (exit 1) and every append with IO (ERR_STRING_TOO_LONG), and doctor could not help.
@@ -431,16 +441,16 @@ describe('a transcript line longer than any record', () => {
       fs.truncateSync(file, fs.statSync(file).size + 600 * 1024 * 1024);
       if (ending === 'a complete line') fs.appendFileSync(file, '\n');
 
-      const shown = await cli(s, 'sessions', 'transcript', keyOf('a'), '--json');
+      const shown = await huge(s, 'sessions', 'transcript', keyOf('a'), '--json');
       assert.equal(shown.code, 0, shown.stderr);
       assert.deepEqual(jsonLines(shown.stdout).map((r) => r.id), recordsBefore.map((r) => r.id));
-      const details = await cli(s, 'sessions', 'show', keyOf('a'), '--json');
+      const details = await huge(s, 'sessions', 'show', keyOf('a'), '--json');
       assert.equal(details.code, 0, details.stderr);
 
-      const r = await ingest(s, [say('a', 'after the long line')]);
+      const r = await ingestAsOneBatch((...args) => huge(s, ...args), s.state, [say('a', 'after the long line')]);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(r.events.map((e: any) => e.disposition), ['recorded']);
-      const again = await cli(s, 'sessions', 'transcript', keyOf('a'), '--json');
+      const again = await huge(s, 'sessions', 'transcript', keyOf('a'), '--json');
       const records = jsonLines(again.stdout);
       const last = records.at(-1);
       assert.equal(last.message.content[0].text, 'after the long line', 'on a fresh line after the long one');
