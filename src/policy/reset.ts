@@ -338,10 +338,13 @@ function policyTimeZone(policy: ResetPolicy): string {
   return readTimeZone(policy.timezone, path) ?? hostTimeZone();
 }
 
-/** The configured reset triggers, trimmed and lower-cased; the default when unset. */
+/** The configured reset triggers, trimmed and lower-cased; the default when unset or empty. */
 export function resolveResetTriggers(session: SessionConfig | undefined): readonly string[] {
   const configured = session?.resetTriggers;
+  // An empty list is unset, as in OpenClaw: /new and /reset stay commands (a session must not
+  // keep "/new" as text where OpenClaw would have reset it).
   if (configured === undefined || configured === null) return DEFAULT_RESET_TRIGGERS;
+  if (Array.isArray(configured) && configured.length === 0) return DEFAULT_RESET_TRIGGERS;
   if (!Array.isArray(configured)) configValueError('session.resetTriggers', configured, 'a list of strings');
   // Once per configured list (it is asked for every user message).
   let resolved = resolvedTriggers.get(configured);
@@ -380,7 +383,9 @@ const MODEL_TRIGGER = '/new';
 
 /**
  * Whether `text` is a reset trigger. Matching is case-insensitive on the whole first word: `/new`
- * and `/NEW hello` match, `/newer` does not.
+ * and `/NEW hello` match, `/newer` does not. A slash trigger may be followed by a colon, as
+ * OpenClaw's commands may (`/new: hello`, `/reset:`). `/reset soft [note]` is not a trigger: it is
+ * OpenClaw's soft reset, which keeps the session (its note is ordinary text).
  *
  * The model rule: after `/new` (only `/new`, never `/reset` or custom triggers), the rest is a
  * model when it is exactly one token of model-name characters (letters, digits, `. _ : / @ + -`,
@@ -401,12 +406,36 @@ export function parseResetTrigger(
   const known = normalizedTriggers(triggers);
   const space = trimmed.search(WHITESPACE);
   const firstWord = space < 0 ? trimmed : trimmed.slice(0, space);
-  if (!known.lengths.has(firstWord.length) && ASCII_ONLY.test(firstWord)) return null;
-  const wanted = firstWord.toLowerCase();
-  if (!known.words.has(wanted)) return null;
-  const rest = trimmed.slice(firstWord.length).trim();
-  if (wanted === MODEL_TRIGGER && isModelToken(rest, options)) return { trigger: wanted, rest: '', model: rest };
-  return { trigger: wanted, rest };
+  const matched = matchTriggerWord(firstWord, known);
+  if (matched === null) return null;
+  const rest = (matched.colon ? trimmed.slice(matched.word.length + 1) : trimmed.slice(firstWord.length)).trim();
+  // `/reset soft [note]` is OpenClaw's soft reset, which keeps the session: not a trigger.
+  if (matched.trigger === SOFT_RESET_COMMAND && SOFT_RESET_REST.test(rest)) return null;
+  if (matched.trigger === MODEL_TRIGGER && isModelToken(rest, options)) return { trigger: matched.trigger, rest: '', model: rest };
+  return { trigger: matched.trigger, rest };
+}
+
+const SOFT_RESET_COMMAND = '/reset';
+const SOFT_RESET_REST = /^soft(?:\s|$)/i;
+
+/**
+ * The trigger a message's first word names: the whole word, or — for a slash command — the part
+ * before a colon (`/new:` and `/new: hello`, OpenClaw's command form with a colon).
+ */
+function matchTriggerWord(firstWord: string, known: NormalizedTriggers): { trigger: string; word: string; colon: boolean } | null {
+  const whole = triggerNamed(firstWord, known);
+  if (whole !== null) return { trigger: whole, word: firstWord, colon: false };
+  const colon = firstWord.indexOf(':');
+  if (!firstWord.startsWith('/') || colon <= 1) return null;
+  const word = firstWord.slice(0, colon);
+  const trigger = triggerNamed(word, known);
+  return trigger === null ? null : { trigger, word, colon: true };
+}
+
+function triggerNamed(word: string, known: NormalizedTriggers): string | null {
+  if (!known.lengths.has(word.length) && ASCII_ONLY.test(word)) return null;
+  const wanted = word.toLowerCase();
+  return known.words.has(wanted) ? wanted : null;
 }
 
 const WHITESPACE = /\s/;

@@ -421,6 +421,29 @@ describe('parseResetTrigger', () => {
     assert.equal(parseResetTrigger(undefined as unknown as string), null);
   });
 
+  it('takes a colon after a slash trigger, as OpenClaw\'s commands do', () => {
+    assert.deepEqual(parseResetTrigger('/new: let us start over'), { trigger: '/new', rest: 'let us start over' });
+    assert.deepEqual(parseResetTrigger('/RESET:start again'), { trigger: '/reset', rest: 'start again' });
+    assert.deepEqual(parseResetTrigger('/reset:'), { trigger: '/reset', rest: '' });
+    assert.deepEqual(parseResetTrigger('/fresh: start', ['/fresh']), { trigger: '/fresh', rest: 'start' });
+    assert.deepEqual(parseResetTrigger('/new: gpt-4o'), { trigger: '/new', rest: '', model: 'gpt-4o' });
+    // Only right after the trigger, and only for a slash command.
+    assert.equal(parseResetTrigger('/newer: hi'), null);
+    assert.equal(parseResetTrigger('reset: hi', ['reset']), null);
+    assert.equal(parseResetTrigger('/:new'), null);
+  });
+
+  it('leaves /reset soft alone: OpenClaw\'s soft reset keeps the session', () => {
+    assert.equal(parseResetTrigger('/reset soft'), null);
+    assert.equal(parseResetTrigger('  /RESET  Soft  keep the plan in mind'), null);
+    assert.equal(parseResetTrigger('/reset soft\nnote'), null);
+    assert.equal(parseResetTrigger('/reset: soft'), null);
+    // Any other word after /reset is the message of a real reset.
+    assert.deepEqual(parseResetTrigger('/reset softly'), { trigger: '/reset', rest: 'softly' });
+    assert.deepEqual(parseResetTrigger('/reset hard'), { trigger: '/reset', rest: 'hard' });
+    assert.deepEqual(parseResetTrigger('/new soft'), { trigger: '/new', rest: '', model: 'soft' });
+  });
+
   it('uses the configured triggers instead of the defaults', () => {
     assert.equal(parseResetTrigger('/new', ['/fresh']), null);
     assert.deepEqual(parseResetTrigger('/FRESH start', [' /Fresh ']), { trigger: '/fresh', rest: 'start' });
@@ -433,7 +456,8 @@ describe('resolveResetTriggers', () => {
   it('defaults, normalises and validates', () => {
     assert.deepEqual(resolveResetTriggers(undefined), ['/new', '/reset']);
     assert.deepEqual(resolveResetTriggers({ resetTriggers: [' /New', '/RESET'] }), ['/new', '/reset']);
-    assert.deepEqual(resolveResetTriggers({ resetTriggers: [] }), []);
+    // An empty list is unset, as in OpenClaw (its default applies to an empty list too).
+    assert.deepEqual(resolveResetTriggers({ resetTriggers: [] }), ['/new', '/reset']);
     assertConfigInvalid(() => resolveResetTriggers({ resetTriggers: '/new' as unknown as string[] }), 'session.resetTriggers');
     assertConfigInvalid(() => resolveResetTriggers({ resetTriggers: ['/new', 'two words'] }), 'session.resetTriggers[1]');
     assertConfigInvalid(() => resolveResetTriggers({ resetTriggers: [3 as unknown as string] }), 'session.resetTriggers[0]');
