@@ -70,6 +70,8 @@ export interface SessionConfig {
   identityLinks?: Record<string, string[]>;
   store?: string;
   reset?: ResetConfig;
+  /** Legacy: `session.reset.idleMinutes` where that is unset; without `session.reset`, mode idle. */
+  idleMinutes?: number;
   resetByType?: { direct?: ResetConfig; dm?: ResetConfig; group?: ResetConfig; thread?: ResetConfig };
   resetByChannel?: Record<string, ResetConfig>;
   resetTriggers?: string[];

@@ -24,7 +24,9 @@ export interface SessionTypeInput {
 
 /**
  * `thread` if the key carries a thread or forum-topic suffix or the message names a thread;
- * `group` if the peer is a group or channel; otherwise `direct`.
+ * `group` if the peer is a group or channel, or the key names one (`:group:` / `:channel:`, as
+ * OpenClaw reads it: an explicit key or a row without a chat type is still a group's session);
+ * otherwise `direct`.
  */
 export function sessionTypeFor(input: SessionTypeInput): SessionType {
   const key = typeof input.sessionKey === 'string' ? input.sessionKey.toLowerCase() : '';
@@ -32,8 +34,11 @@ export function sessionTypeFor(input: SessionTypeInput): SessionType {
   if (key.includes(':thread:') || key.includes(':topic:') || hasThreadId) return 'thread';
   const peerKind = typeof input.peerKind === 'string' ? input.peerKind.trim().toLowerCase() : '';
   if (peerKind === 'group' || peerKind === 'channel') return 'group';
+  if (GROUP_KEY_MARKERS.some((marker) => key.includes(marker))) return 'group';
   return 'direct';
 }
+
+const GROUP_KEY_MARKERS = [':group:', ':channel:'];
 
 /**
  * Where the resolved policy came from: the config path of the block that decided it
@@ -196,7 +201,7 @@ export function resolveResetPolicy(session: SessionConfig | undefined, scope: Re
     }
   }
 
-  const base = readResetBlock(session?.reset, 'session.reset');
+  const base = withLegacyIdleMinutes(readResetBlock(session?.reset, 'session.reset'), session);
   const typedEntry = typedBlockFor(session, scope.type);
   const typed = typedEntry === undefined ? undefined : readResetBlock(typedEntry[1], typedEntry[0]);
 
@@ -213,10 +218,23 @@ export function resolveResetPolicy(session: SessionConfig | undefined, scope: Re
       mode,
       atHour: clampHour(typed?.atHour ?? base?.atHour ?? DEFAULT_RESET_AT_HOUR),
       idleMinutes: wholeMinutes(typed?.idleMinutes ?? base?.idleMinutes ?? 0),
-      source: typed !== undefined ? typedEntry![0] : base !== undefined ? 'session.reset' : 'default',
+      source: typed !== undefined ? typedEntry![0] : base !== undefined ? (session?.reset == null ? 'session.idleMinutes' : 'session.reset') : 'default',
     },
     typed?.timezone ?? base?.timezone,
   );
+}
+
+/**
+ * The legacy `session.idleMinutes` (OpenClaw before `session.reset`), read as OpenClaw's doctor
+ * moves it: it is `reset.idleMinutes` where that is unset, and alone it is `{mode: "idle"}`. A
+ * `resetByChannel` block, which replaces `reset`, does not see it.
+ */
+function withLegacyIdleMinutes(base: ResetBlock | undefined, session: SessionConfig | undefined): ResetBlock | undefined {
+  const legacy = session?.idleMinutes;
+  if (legacy === undefined || legacy === null) return base;
+  if (typeof legacy !== 'number' || !Number.isFinite(legacy)) configValueError('session.idleMinutes', legacy, 'a number');
+  if (base === undefined) return { mode: 'idle', idleMinutes: legacy };
+  return base.idleMinutes === undefined ? { ...base, idleMinutes: legacy } : base;
 }
 
 function withTimeZone(policy: ResetPolicy, timezone: string | undefined): ResetPolicy {
@@ -241,7 +259,7 @@ function typedBlockFor(session: SessionConfig | undefined, type: SessionType): [
  * is reported when the config loads rather than when the first message for that channel arrives.
  */
 export function validateResetConfig(session: SessionConfig | undefined): void {
-  readResetBlock(session?.reset, 'session.reset');
+  withLegacyIdleMinutes(readResetBlock(session?.reset, 'session.reset'), session);
   const byType = session?.resetByType as Record<string, unknown> | undefined;
   if (byType !== undefined && byType !== null) {
     if (typeof byType !== 'object' || Array.isArray(byType)) configValueError('session.resetByType', byType, 'an object');
@@ -272,8 +290,9 @@ export interface Freshness {
   nextResetAt?: number;
 }
 
-function usableTime(value: number | null | undefined): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+/** A time a check can be anchored at: a number from 1970 on and not after `now` (else ignored). */
+function usableTime(value: number | null | undefined, now: number): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= now ? value : undefined;
 }
 
 /**
@@ -284,10 +303,11 @@ function usableTime(value: number | null | undefined): number | undefined {
  * * idle: stale when now > anchor + idleMinutes, the anchor being lastInteractionAt, or
  *   sessionStartedAt for a session that never had an interaction. Its expiry is anchor + idle.
  * * Both stale: the earlier expiry names the reason; on a tie, daily.
- * * A timestamp in the future (clock moved back, hand-edited store) switches its check off rather
- *   than guessing. Without a sessionStartedAt (OpenClaw's own reset writes none) the daily check
- *   is anchored at lastInteractionAt — the instance began no later than that — and is off while
- *   there is neither.
+ * * A timestamp in the future (clock moved back, hand-edited store) or before 1970 is ignored, as
+ *   OpenClaw ignores it: the check falls back to the other time. Without a usable sessionStartedAt
+ *   (OpenClaw's own reset writes none) the daily check is anchored at lastInteractionAt — the
+ *   instance began no later than that — and without a usable lastInteractionAt the idle check at
+ *   sessionStartedAt; a check is off while there is neither.
  * * nextResetAt is exact to the millisecond: evaluating at nextResetAt - 1 is fresh, at
  *   nextResetAt stale (idle expiry + 1, because idle is "strictly after").
  */
@@ -295,13 +315,15 @@ export function evaluateFreshness(times: SessionTimes, policy: ResetPolicy, now:
   if (!Number.isFinite(now)) throw new SwitchboardError('BAD_INPUT', `now: ${String(now)} is not a time`);
   if (policy.mode === 'none') return { fresh: true };
 
-  const idleAnchor = usableTime(times.lastInteractionAt) ?? usableTime(times.sessionStartedAt);
-  const startedAt = usableTime(times.sessionStartedAt) ?? idleAnchor;
+  const lastInteractionAt = usableTime(times.lastInteractionAt, now);
+  const sessionStartedAt = usableTime(times.sessionStartedAt, now);
+  const idleAnchor = lastInteractionAt ?? sessionStartedAt;
+  const startedAt = sessionStartedAt ?? lastInteractionAt;
 
   let dailyStale = false;
   let dailyNextAt: number | undefined;
   let timeZone: string | undefined;
-  if (policy.mode === 'daily' && startedAt !== undefined && startedAt <= now) {
+  if (policy.mode === 'daily' && startedAt !== undefined) {
     timeZone = policyTimeZone(policy);
     const hour = clampHour(policy.atHour);
     const recent = mostRecentDailyBoundary(now, hour, timeZone);
@@ -312,7 +334,7 @@ export function evaluateFreshness(times: SessionTimes, policy: ResetPolicy, now:
   let idleStale = false;
   let idleExpiresAt: number | undefined;
   const idleMinutes = wholeMinutes(policy.idleMinutes);
-  if (idleMinutes > 0 && idleAnchor !== undefined && idleAnchor <= now) {
+  if (idleMinutes > 0 && idleAnchor !== undefined) {
     idleExpiresAt = idleAnchor + idleMinutes * MINUTE_MS;
     idleStale = now > idleExpiresAt;
   }

@@ -53,6 +53,13 @@ export function isValidTimeZone(name: string): boolean {
 
 let hostZoneFor: { tzVariable: string | undefined; zone: string } | undefined;
 
+// The name of the host's clock when Intl cannot name its zone: `TZ` empty or unknown
+// (`Etc/Unknown`) or a POSIX rule such as `JST-9` or `UTC+3` (no name at all). Its wall clock is
+// read from Date's local time, which does follow such a TZ, as OpenClaw's daily reset does. The
+// TZ value is part of the name so that the caches below never mix two of them; no IANA name starts
+// like this, so no config can name it.
+const HOST_CLOCK_PREFIX = 'host-clock:';
+
 /**
  * The zone used when `timezone` is unset: the host's local zone, which honours `TZ`. Cached per
  * value of `TZ` because building a formatter to ask is far slower than the arithmetic itself.
@@ -61,7 +68,8 @@ export function hostTimeZone(): string {
   const tzVariable = process.env.TZ;
   if (hostZoneFor === undefined || hostZoneFor.tzVariable !== tzVariable) {
     const zone = new Intl.DateTimeFormat().resolvedOptions().timeZone;
-    hostZoneFor = { tzVariable, zone: typeof zone === 'string' && zone !== '' ? zone : 'UTC' };
+    const named = typeof zone === 'string' && zone !== '' && isValidTimeZone(zone);
+    hostZoneFor = { tzVariable, zone: named ? zone : `${HOST_CLOCK_PREFIX}${tzVariable ?? ''}` };
   }
   return hostZoneFor.zone;
 }
@@ -71,6 +79,7 @@ export function hostTimeZone(): string {
  * milliseconds"). Comparing wall milliseconds compares local clock readings.
  */
 export function wallClockMs(instant: number, timeZone: string): number {
+  if (timeZone.startsWith(HOST_CLOCK_PREFIX)) return instant - new Date(instant).getTimezoneOffset() * 60_000;
   const fields: Record<string, number> = {};
   for (const part of formatterFor(timeZone).formatToParts(instant)) {
     if (part.type !== 'literal') fields[part.type] = Number(part.value);

@@ -46,6 +46,14 @@ describe('sessionTypeFor', () => {
     assert.equal(sessionTypeFor({ sessionKey: 'agent:main:x', peerKind: ' Group ' }), 'group');
   });
 
+  it('is group for a key that names a group or channel, as OpenClaw reads it, whatever the peer says', () => {
+    assert.equal(sessionTypeFor({ sessionKey: 'agent:main:telegram:group:-100' }), 'group');
+    assert.equal(sessionTypeFor({ sessionKey: 'agent:main:discord:channel:c1', peerKind: 'direct' }), 'group');
+    assert.equal(sessionTypeFor({ sessionKey: 'Agent:Main:Slack:Channel:C1' }), 'group');
+    assert.equal(sessionTypeFor({ sessionKey: 'agent:main:telegram:group:-100:thread:9' }), 'thread');
+    assert.equal(sessionTypeFor({ sessionKey: 'agent:main:telegram:direct:groupie' }), 'direct');
+  });
+
   it('is direct otherwise', () => {
     assert.equal(sessionTypeFor({ sessionKey: 'agent:main:main' }), 'direct');
     assert.equal(sessionTypeFor({ sessionKey: 'agent:main:direct:1', peerKind: 'direct' }), 'direct');
@@ -72,6 +80,23 @@ describe('resolveResetPolicy', () => {
       mode: 'idle', atHour: 4, idleMinutes: 30, source: 'session.reset',
     });
     assert.equal(resolveResetPolicy({ reset: { mode: 'none' } }, direct).mode, 'none');
+  });
+
+  it('reads the legacy session.idleMinutes as OpenClaw\'s doctor moves it into session.reset', () => {
+    // Alone: an idle policy.
+    assert.deepEqual(resolveResetPolicy({ idleMinutes: 30 }, direct), { mode: 'idle', atHour: 4, idleMinutes: 30, source: 'session.idleMinutes' });
+    // With a reset block: its idleMinutes where the block has none.
+    assert.deepEqual(resolveResetPolicy({ idleMinutes: 30, reset: { mode: 'daily', atHour: 5 } }, direct), {
+      mode: 'daily', atHour: 5, idleMinutes: 30, source: 'session.reset',
+    });
+    assert.equal(resolveResetPolicy({ idleMinutes: 30, reset: { mode: 'idle', idleMinutes: 90 } }, direct).idleMinutes, 90);
+    // Typed blocks inherit it through the base; a resetByChannel block replaces it with the base.
+    assert.deepEqual(resolveResetPolicy({ idleMinutes: 30, resetByType: { group: { idleMinutes: 5 } } }, group), {
+      mode: 'idle', atHour: 4, idleMinutes: 5, source: 'session.resetByType.group',
+    });
+    assert.equal(resolveResetPolicy({ idleMinutes: 30, resetByChannel: { telegram: { mode: 'daily' } } }, direct).idleMinutes, 0);
+    assertConfigInvalid(() => resolveResetPolicy({ idleMinutes: '30' as unknown as number }, direct), 'session.idleMinutes');
+    assertConfigInvalid(() => validateResetConfig({ idleMinutes: Number.NaN }), 'session.idleMinutes');
   });
 
   it('typed mode wins over the base mode', () => {
@@ -259,15 +284,31 @@ describe('evaluateFreshness', () => {
     assert.equal(evaluateFreshness({ sessionStartedAt: startedAt, lastInteractionAt: late }, both, late).nextResetAt, at('2026-03-11T04:00:00Z'));
   });
 
-  it('ignores timestamps in the future', () => {
+  it('ignores timestamps in the future or before 1970, falling back to the other time (as OpenClaw does)', () => {
     const future = now + 3_600_000;
-    // A future start switches the daily check off: no boundary is predicted from it.
+    // A future start alone: no anchor, no boundary is predicted from it.
     assert.deepEqual(evaluateFreshness({ sessionStartedAt: future }, policy({}), now), { fresh: true });
-    // A future last interaction switches the idle check off, even with an ancient start.
+    // A future last interaction is ignored: the idle check is measured from the start.
     assert.deepEqual(
       evaluateFreshness({ sessionStartedAt: at('2020-01-01T00:00:00Z'), lastInteractionAt: future }, policy({ mode: 'idle', idleMinutes: 5 }), now),
-      { fresh: true },
+      { fresh: false, staleReason: 'idle' },
     );
+    assert.deepEqual(
+      evaluateFreshness({ sessionStartedAt: now - MINUTE, lastInteractionAt: future }, policy({ mode: 'idle', idleMinutes: 5 }), now),
+      { fresh: true, nextResetAt: now + 4 * MINUTE + 1 },
+    );
+    // A future start is ignored: the daily check is measured from the last interaction.
+    assert.equal(evaluateFreshness({ sessionStartedAt: future, lastInteractionAt: now - 2 * 86_400_000 }, policy({}), now).staleReason, 'daily');
+    assert.equal(evaluateFreshness({ sessionStartedAt: future, lastInteractionAt: now - MINUTE }, policy({}), now).fresh, true);
+    // A time before 1970 is no time: it neither expires a session nor anchors a check.
+    assert.deepEqual(
+      evaluateFreshness({ sessionStartedAt: now - MINUTE, lastInteractionAt: -5 }, policy({ mode: 'idle', idleMinutes: 60 }), now),
+      { fresh: true, nextResetAt: now + 59 * MINUTE + 1 },
+    );
+    assert.equal(evaluateFreshness({ sessionStartedAt: -5, lastInteractionAt: now - MINUTE }, policy({}), now).fresh, true);
+    assert.deepEqual(evaluateFreshness({ sessionStartedAt: -1, lastInteractionAt: -1 }, policy({ idleMinutes: 1 }), now), { fresh: true });
+    // 1970 itself is a time.
+    assert.equal(evaluateFreshness({ sessionStartedAt: 0 }, policy({}), now).staleReason, 'daily');
   });
 
   it('falls back to sessionStartedAt for idle when there was never an interaction', () => {
@@ -362,6 +403,24 @@ describe('evaluateFreshness across DST changes', () => {
     const rule = policy({ timezone: 'Europe/Berlin', atHour: 2 });
     const result = evaluateFreshness({ sessionStartedAt: at('2026-10-25T00:30:00Z') }, rule, at('2026-10-25T01:30:00Z'));
     assert.deepEqual(result, { fresh: true, nextResetAt: at('2026-10-26T01:00:00Z') });
+  });
+
+  it('reads the host clock from Date when Intl cannot name the zone of TZ', () => {
+    const saved = process.env.TZ;
+    try {
+      const rule: ResetPolicy = { mode: 'daily', atHour: 4, idleMinutes: 0, source: 'session.reset' };
+      process.env.TZ = 'JST-9';
+      // 04:00 at UTC+9 = 19:00Z the day before, as for Asia/Tokyo.
+      assert.equal(evaluateFreshness({ sessionStartedAt: at('2026-03-07T18:59:00Z') }, rule, at('2026-03-07T19:00:00Z')).fresh, false);
+      assert.equal(evaluateFreshness({ sessionStartedAt: at('2026-03-07T19:00:00Z') }, rule, at('2026-03-07T20:00:00Z')).nextResetAt, at('2026-03-08T19:00:00Z'));
+      for (const unnamed of ['', 'Not/AZone']) {
+        process.env.TZ = unnamed;
+        assert.equal(evaluateFreshness({ sessionStartedAt: at('2026-03-07T03:59:00Z') }, rule, at('2026-03-07T04:00:00Z')).fresh, false, unnamed);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.TZ;
+      else process.env.TZ = saved;
+    }
   });
 
   it('uses the host zone from TZ when the policy names none', () => {
