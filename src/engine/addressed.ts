@@ -43,12 +43,13 @@ export function messageRecord(item: Addressed, text: string | undefined, now: nu
   return { type: 'message', message: record };
 }
 
-export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number, removed?: RemovedMemory): PlanContext {
+export function planContextFor(ctx: EngineContext, location: StoreLocation, sessionKey: string, now: number, removed?: RemovedMemory, transcriptStarted?: PlanContext['transcriptStarted']): PlanContext {
   return {
     sessionKey,
     session: ctx.config.session,
     now,
     removed,
+    transcriptStarted,
     newSessionId: newUuid,
     transcriptName: (sessionId: string, threadId?: string) => transcriptNameFor(location, sessionId, threadId),
     ...deliveryContextFor(ctx, sessionKey),

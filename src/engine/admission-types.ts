@@ -100,4 +100,6 @@ export interface AdmitEnv {
   planned: Set<object>;
   /** What removed entries of the store remembered (store/removed-memory.ts), by key. */
   removed: RemovedMemories;
+  /** The header's time of entries without a usable sessionStartedAt (transcriptStartedAtOf), by key. */
+  headerTimes: Map<string, { sessionId: string; at: number }>;
 }

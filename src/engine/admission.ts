@@ -93,7 +93,7 @@ function planContextOf(env: AdmitEnv, sessionKey: string): PlanContext {
   let bySession = planContexts.get(env);
   if (bySession === undefined) planContexts.set(env, (bySession = new Map()));
   let planContext = bySession.get(sessionKey);
-  if (planContext === undefined) bySession.set(sessionKey, (planContext = planContextFor(env.ctx, env.location, sessionKey, env.now, env.removed.get(sessionKey))));
+  if (planContext === undefined) bySession.set(sessionKey, (planContext = planContextFor(env.ctx, env.location, sessionKey, env.now, env.removed.get(sessionKey), env.headerTimes.get(sessionKey))));
   return planContext;
 }
 

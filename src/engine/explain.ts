@@ -6,6 +6,7 @@ import { explainRoute, type RouteExplanation, type ResolvedRoute, type RouteInpu
 import { readSessionStore, sessionEntryProblem } from '../store/index.js';
 import { deliveryContextFor } from './addressed.js';
 import { storeFor, type EngineContext } from './context.js';
+import { transcriptStartedAtOf } from './session-list.js';
 import { routeSharedDmWarning } from './shared-dm.js';
 
 export interface SessionSection {
@@ -55,7 +56,8 @@ export async function explainInstanceAndTime(ctx: EngineContext, route: Resolved
     session = { exists: true, fresh: false, problem: problem.reason, reset, storePath: location.storePath };
     if (typeof stored?.sessionId === 'string') session.sessionId = stored.sessionId;
   } else if (entry) {
-    const freshness = evaluateFreshness(entry, policy, ctx.clock.now());
+    const transcriptStartedAt = await transcriptStartedAtOf(location, entry);
+    const freshness = evaluateFreshness({ ...entry, transcriptStartedAt }, policy, ctx.clock.now());
     session = { sessionId: entry.sessionId, exists: true, ...freshness, reset, storePath: location.storePath };
   } else {
     // No instance yet: the next message creates one.

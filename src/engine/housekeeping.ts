@@ -35,6 +35,7 @@ import { knownAgentIds, storeFor, type EngineContext } from './context.js';
 import { handOffQueue, rotateInstance, turnBeforeReset, type BeforeResetReport } from './sessions.js';
 import { buildMaintenanceSnapshot, unnamedTranscripts, type BusyKeysProvider } from './cleanup-snapshot.js';
 import { transcriptNameOf } from './session-artifacts.js';
+import { transcriptStartedAtOf } from './session-list.js';
 import { removeEntries, type CleanupProgress } from './session-cleanup.js';
 import { cleanupSettingsFor, cleanupStore, type CleanupStoreResult } from './session-cleanup-run.js';
 import type { ExpiredEvent } from './queue-state.js';
@@ -351,6 +352,12 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
         // trusted. Nor is one that shares its transcript: archiving it would take another's history.
         .filter(([key]) => !gone.has(key) && isUsableEntry(store, key, location.sessionsDir, sharing))
         .map(([key, entry]) => candidateOf(key, entry));
+      // An entry without a start (OpenClaw's reset writes none) is measured from its header's time.
+      const headerTimes = new Map<string, number>();
+      for (const candidate of candidates) {
+        const at = await transcriptStartedAtOf(location, store[candidate.key]!);
+        if (at !== undefined) headerTimes.set(candidate.key, (candidate.transcriptStartedAt = at));
+      }
       const due = planDueResets(candidates, ctx.config.session, now);
       resets.due += due.length;
       await inPool(due, RESET_CONCURRENCY, async (item) => {
@@ -367,7 +374,7 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
             }
             return;
           }
-          const outcome = await rotateDue(ctx, location, item.key, item.sessionId, file, item.staleReason);
+          const outcome = await rotateDue(ctx, location, item.key, item.sessionId, file, item.staleReason, headerTimes.get(item.key));
           if (outcome.kind === 'reset') resets.reset.push(outcome.done);
           else if (outcome.kind === 'deferred') resets.deferred.push({ agentId: location.agentId, sessionKey: item.key, sessionId: item.sessionId, reason: item.staleReason, deferredBecause: outcome.because, holder: outcome.holder });
           else resets.skipped.push({ agentId: location.agentId, sessionKey: item.key, reason: outcome.reason });
@@ -397,12 +404,13 @@ export async function runMaintain(ctx: EngineContext, options: MaintainOptions =
   return { report, exitCode };
 }
 
-function candidateOf(key: string, entry: SessionEntry): ResetCandidate {
+function candidateOf(key: string, entry: SessionEntry, transcriptStartedAt?: number): ResetCandidate {
   return {
     key,
     sessionId: String(entry.sessionId),
     sessionStartedAt: entry.sessionStartedAt,
     lastInteractionAt: entry.lastInteractionAt,
+    transcriptStartedAt,
     channel: entry.channel,
     chatType: entry.chatType,
     origin: (entry.origin ?? null) as ResetCandidate['origin'],
@@ -429,7 +437,7 @@ type RotateOutcome =
  * A due reset through the one rotation shell, without waiting: a lock held by a live run means
  * deferred; inside the store update the entry must still be the planned instance and still be stale.
  */
-async function rotateDue(ctx: EngineContext, location: StoreLocation, key: string, sessionId: string, file: string | null, staleReason: string): Promise<RotateOutcome> {
+async function rotateDue(ctx: EngineContext, location: StoreLocation, key: string, sessionId: string, file: string | null, staleReason: string, transcriptStartedAt?: number): Promise<RotateOutcome> {
   const beforeReset = await turnBeforeReset(ctx, location, key, sessionId, staleReason);
   // A session busy with a run or a queue gets its turn on a later run, like a locked one.
   if (beforeReset?.status === 'skipped' && beforeReset.reason === 'busy') return { kind: 'deferred', because: 'busy', holder: { pid: null, runId: null, ageMs: null } };
@@ -442,7 +450,9 @@ async function rotateDue(ctx: EngineContext, location: StoreLocation, key: strin
     runId: 'maintenance',
     note: 'applied by switchboard maintain',
     decide: (current, now) => {
-      const reason = dueResetOf(candidateOf(key, current), ctx.config.session, now);
+      // The header read before the lock belongs to the instance planned; a newer one has its own start.
+      const headerAt = current.sessionId === sessionId ? transcriptStartedAt : undefined;
+      const reason = dueResetOf(candidateOf(key, current, headerAt), ctx.config.session, now);
       return reason === null ? { skip: 'fresh' } : { reason };
     },
   });

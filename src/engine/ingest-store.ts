@@ -33,6 +33,7 @@ import { appendInStore, busyRetryDelayMs } from './store-append.js';
 import { learnRecordedOrphans } from './orphans.js';
 import { learnLiveness, runnerFor, sessionRefKey, unknownHolders, type Liveness, type QueuedEntry } from './queue-state.js';
 import type { QueueRuntime } from './runtime.js';
+import { transcriptStartedAtOf } from './session-list.js';
 
 const APPEND_CONCURRENCY = 32;
 
@@ -157,6 +158,25 @@ function restoreKey(store: SessionStore, key: string, snapshot: Snapshot): void 
 }
 
 /**
+ * The header's time of each addressed entry that has no usable sessionStartedAt (OpenClaw's own
+ * reset writes none): the start its reset check is measured from, as OpenClaw measures it. Such
+ * rows are rare (switchboard writes the start on every instance), so this reads almost nothing.
+ */
+async function headerTimesOf(location: StoreLocation, store: SessionStore, items: readonly Addressed[]): Promise<AdmitEnv['headerTimes']> {
+  const times: AdmitEnv['headerTimes'] = new Map();
+  const asked = new Set<string>();
+  for (const item of items) {
+    const key = item.sessionKey;
+    if (asked.has(key) || !Object.hasOwn(store, key)) continue;
+    asked.add(key);
+    const entry = store[key]!;
+    const at = await transcriptStartedAtOf(location, entry);
+    if (at !== undefined) times.set(key, { sessionId: entry.sessionId, at });
+  }
+  return times;
+}
+
+/**
  * Plans every item on the store; an item whose plan throws is taken out and the others are planned
  * again from the entries as they were, so one bad line never changes what its neighbours get.
  */
@@ -188,9 +208,10 @@ async function planRound(
   const checked = new Set<string>();
   const sharing = transcriptSharing(store);
   const removed = readRemovedMemories(location.storePath);
+  const headerTimes = await headerTimesOf(location, store, items);
   for (;;) {
     const effects: BatchEffects = { starts: [], aborts: [], observe: new Map(), drains: new Map() };
-    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait, planned: new Set(), removed };
+    const env: AdmitEnv = { ctx, location, liveness, effects, now, nowWall, noWait: runtime.noWait, planned: new Set(), removed, headerTimes };
     let retry = false;
     for (const item of items) {
       if (failed.has(item)) continue;

@@ -9,6 +9,7 @@ import {
   checkSessionEntry,
   entryTranscriptName,
   isInMemory,
+  readFirstLineRecord,
   readSessionStore,
   sessionEntryProblem,
   storedFileSizeSync,
@@ -57,6 +58,27 @@ function checkNamedAgent(ctx: EngineContext, location: StoreLocation, asGiven: s
     hint: 'see the configured agents with `switchboard config show`, or list every store with `switchboard sessions --all-agents`',
     details: { agentId: location.agentId, known },
   });
+}
+
+/**
+ * When the instance's transcript began, by its header — asked only for an entry without a usable
+ * `sessionStartedAt` (OpenClaw's own reset writes none; OpenClaw then takes the header's time as
+ * the start of the daily check). Undefined when the entry has a start, or the header is missing,
+ * unreadable, of another sessionId or without a time: the check then goes on without it.
+ */
+export async function transcriptStartedAtOf(location: StoreLocation, entry: SessionEntry): Promise<number | undefined> {
+  const started = entry.sessionStartedAt;
+  if (typeof started === 'number' && Number.isFinite(started) && started >= 0) return undefined;
+  try {
+    const header = await readFirstLineRecord(transcriptFileOf(location, entry));
+    if (header === null || header.type !== 'session') return undefined;
+    const { id, timestamp } = header as { id?: unknown; timestamp?: unknown };
+    if (typeof id === 'string' && id !== entry.sessionId) return undefined;
+    const at = typeof timestamp === 'string' ? Date.parse(timestamp) : Number.NaN;
+    return Number.isFinite(at) && at >= 0 ? at : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The transcript of an entry; an entry of the wrong shape is STORE_CORRUPT (for that entry only). */

@@ -53,7 +53,7 @@ import { learnRecordedOrphans, reportLeaving, type LeavingReports } from './orph
 import { updateStore } from './run-store.js';
 import { executeTurn, type RunHost } from './runs.js';
 import { queueRuntimeFor } from './runtime.js';
-import { selectStores, transcriptFileOf, type StoreSelection } from './session-list.js';
+import { selectStores, transcriptFileOf, transcriptStartedAtOf, type StoreSelection } from './session-list.js';
 
 export interface FoundSession {
   location: StoreLocation;
@@ -110,7 +110,8 @@ export async function showSession(ctx: EngineContext, keyOrId: string, selection
   const found = await findSession(ctx, keyOrId, selection);
   const transcriptPath = transcriptFileOf(found.location, found.entry, found.key);
   const policy = resetPolicyFor(ctx.config.session, found.key, resetRouteOf(found.entry));
-  const freshness = evaluateFreshness(found.entry, policy, ctx.clock.now());
+  const transcriptStartedAt = await transcriptStartedAtOf(found.location, found.entry);
+  const freshness = evaluateFreshness({ ...found.entry, transcriptStartedAt }, policy, ctx.clock.now());
   const lockPath = lockPathFor(transcriptPath);
   const lockExists = await fsp.stat(lockPath).then(
     () => true,

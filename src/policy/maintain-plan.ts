@@ -13,6 +13,8 @@ export interface ResetCandidate {
   sessionId: string;
   sessionStartedAt?: number | null;
   lastInteractionAt?: number | null;
+  /** The transcript header's time, for an entry without a usable sessionStartedAt (evaluateFreshness). */
+  transcriptStartedAt?: number | null;
   channel?: string | null;
   chatType?: string | null;
   origin?: { channel?: unknown; provider?: unknown; chatType?: unknown; threadId?: unknown; peer?: unknown } | null;

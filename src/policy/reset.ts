@@ -281,6 +281,12 @@ export interface SessionTimes {
   sessionStartedAt?: number | null;
   /** Last real inbound user message: the idle anchor. */
   lastInteractionAt?: number | null;
+  /**
+   * The transcript header's time (when the instance's file began), read by the caller only for an
+   * entry without a usable sessionStartedAt: OpenClaw's own reset writes none, and OpenClaw then
+   * takes the header's time as the start.
+   */
+  transcriptStartedAt?: number | null;
 }
 
 export interface Freshness {
@@ -305,9 +311,10 @@ function usableTime(value: number | null | undefined, now: number): number | und
  * * Both stale: the earlier expiry names the reason; on a tie, daily.
  * * A timestamp in the future (clock moved back, hand-edited store) or before 1970 is ignored, as
  *   OpenClaw ignores it: the check falls back to the other time. Without a usable sessionStartedAt
- *   (OpenClaw's own reset writes none) the daily check is anchored at lastInteractionAt — the
- *   instance began no later than that — and without a usable lastInteractionAt the idle check at
- *   sessionStartedAt; a check is off while there is neither.
+ *   (OpenClaw's own reset writes none) the start is the transcript header's time when the caller
+ *   read it (as OpenClaw takes it), else the daily check is anchored at lastInteractionAt — the
+ *   instance began no later than that; without a usable lastInteractionAt the idle check is
+ *   anchored at the start. A check is off while there is neither.
  * * nextResetAt is exact to the millisecond: evaluating at nextResetAt - 1 is fresh, at
  *   nextResetAt stale (idle expiry + 1, because idle is "strictly after").
  */
@@ -316,7 +323,7 @@ export function evaluateFreshness(times: SessionTimes, policy: ResetPolicy, now:
   if (policy.mode === 'none') return { fresh: true };
 
   const lastInteractionAt = usableTime(times.lastInteractionAt, now);
-  const sessionStartedAt = usableTime(times.sessionStartedAt, now);
+  const sessionStartedAt = usableTime(times.sessionStartedAt, now) ?? usableTime(times.transcriptStartedAt, now);
   const idleAnchor = lastInteractionAt ?? sessionStartedAt;
   const startedAt = sessionStartedAt ?? lastInteractionAt;
 

@@ -94,6 +94,11 @@ export interface PlanContext {
    * key has no entry, so a resend of a message recorded before the removal is still a duplicate.
    */
   removed?: { sessionId: string; recentMessageIds: string };
+  /**
+   * When the key's instance `sessionId` began by its transcript header, for an entry without a
+   * usable sessionStartedAt (OpenClaw's reset writes none): the start its reset check uses.
+   */
+  transcriptStarted?: { sessionId: string; at: number };
   newSessionId: () => string;
   /** File name of a transcript for a sessionId (thread sessions get a topic suffix). */
   transcriptName: (sessionId: string, threadId?: string) => string;
@@ -203,7 +208,9 @@ export function planSessionMessage(existing: PlannedEntry | undefined, message: 
     } else if (message.kind === 'user') {
       // Only real user messages find a session stale; heartbeats and system events never
       // start a new instance (`switchboard maintain` applies due resets without a message).
-      const freshness = evaluateFreshness(existing, resetPolicyFor(ctx.session, ctx.sessionKey, message), now);
+      const header = ctx.transcriptStarted;
+      const times = header !== undefined && header.sessionId === existing.sessionId ? { sessionStartedAt: existing.sessionStartedAt, lastInteractionAt: existing.lastInteractionAt, transcriptStartedAt: header.at } : existing;
+      const freshness = evaluateFreshness(times, resetPolicyFor(ctx.session, ctx.sessionKey, message), now);
       if (!freshness.fresh) reason = freshness.staleReason;
     }
     // A new instance is always a new object: the entry the earlier messages planned stays as it was.

@@ -289,6 +289,12 @@ describe('sessions show on a session a policy cannot judge', () => {
     delete store['agent:main:direct:a1'].sessionStartedAt;
     delete store['agent:main:direct:a1'].lastInteractionAt;
     fs.writeFileSync(storeFile, JSON.stringify(store, null, 2));
+    // Nor a transcript header with a time (which would be the start, as for OpenClaw).
+    const transcript = path.join(dir, 'agents', 'main', 'sessions', store['agent:main:direct:a1'].sessionFile);
+    const lines = fs.readFileSync(transcript, 'utf8').split('\n');
+    const { timestamp: _dropped, ...header } = JSON.parse(lines[0]!);
+    lines[0] = JSON.stringify(header);
+    fs.writeFileSync(transcript, lines.join('\n'));
     const shown = await runCli(['sessions', 'show', 'agent:main:direct:a1', ...common(daily)]);
     assert.equal(shown.code, 0, shown.stderr);
     const fresh = shown.stdout.split('\n').find((row) => row.startsWith('fresh'));

@@ -327,6 +327,17 @@ describe('evaluateFreshness', () => {
     assert.equal(evaluateFreshness({ lastInteractionAt: now - MINUTE }, policy({}), now).fresh, true);
   });
 
+  it('without a sessionStartedAt, the transcript header\'s time is the start (before the last interaction)', () => {
+    const header = now - 2 * 86_400_000;
+    assert.equal(evaluateFreshness({ transcriptStartedAt: header, lastInteractionAt: now - MINUTE }, policy({}), now).staleReason, 'daily');
+    assert.equal(evaluateFreshness({ transcriptStartedAt: now - MINUTE }, policy({ mode: 'idle', idleMinutes: 5 }), now).fresh, true);
+    assert.equal(evaluateFreshness({ transcriptStartedAt: now - 10 * MINUTE }, policy({ mode: 'idle', idleMinutes: 5 }), now).staleReason, 'idle');
+    // A usable sessionStartedAt wins; a header in the future or before 1970 is ignored like any time.
+    assert.equal(evaluateFreshness({ sessionStartedAt: now - MINUTE, transcriptStartedAt: header }, policy({}), now).fresh, true);
+    assert.equal(evaluateFreshness({ transcriptStartedAt: now + MINUTE, lastInteractionAt: now - MINUTE }, policy({}), now).fresh, true);
+    assert.deepEqual(evaluateFreshness({ transcriptStartedAt: -1 }, policy({}), now), { fresh: true });
+  });
+
   it('rejects a policy with an invalid zone and a non-finite now', () => {
     assertConfigInvalid(() => evaluateFreshness({ sessionStartedAt: 0 }, policy({ timezone: 'Not/AZone', source: 'session.reset' }), now),
       'session.reset.timezone');
