@@ -35,7 +35,7 @@ export function selectStores(ctx: EngineContext, selection: StoreSelection = {})
     if (!fs.existsSync(storePath) && !fs.existsSync(path.dirname(storePath))) {
       throw new SwitchboardError('NOT_FOUND', `no store at ${storePath}`, { hint: 'give the path of a sessions.json file', details: { path: storePath } });
     }
-    return [{ agentId: normalizeAgentId(path.basename(path.dirname(path.dirname(storePath)))), sessionsDir: path.dirname(storePath), storePath }];
+    return [{ agentId: storeAgentId(ctx, storePath), sessionsDir: path.dirname(storePath), storePath }];
   }
   const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
   const stored = agentIds.map((id) => storeFor(ctx, id));
@@ -43,6 +43,21 @@ export function selectStores(ctx: EngineContext, selection: StoreSelection = {})
   // A server's incognito sessions are part of what it shows (they exist nowhere else).
   const { incognitoRoot } = ctx;
   return incognitoRoot === undefined ? stored : [...stored, ...agentIds.map((id) => incognitoStoreFor(incognitoRoot, id))];
+}
+
+/**
+ * The agent a `--store` file belongs to: the configured agent whose store it is, else the `<id>`
+ * of a `…/agents/<id>/sessions/` folder (an agent removed from the config, another state dir),
+ * else the default agent, as OpenClaw's CLI takes it for `--store`. The folder's parent's name
+ * (what any other path would give) is no agent at all.
+ */
+function storeAgentId(ctx: EngineContext, storePath: string): string {
+  const configured = knownAgentIds(ctx).find((id) => path.resolve(storeFor(ctx, id).storePath) === storePath);
+  if (configured !== undefined) return configured;
+  const sessionsDir = path.dirname(storePath);
+  const agentDir = path.dirname(sessionsDir);
+  if (path.basename(sessionsDir) === 'sessions' && path.basename(path.dirname(agentDir)) === 'agents') return normalizeAgentId(path.basename(agentDir));
+  return ctx.table.defaultAgentId;
 }
 
 /**

@@ -87,6 +87,35 @@ describe('sessions commands', () => {
     assert.equal(jsonLines(r.stdout)[0].count, 0);
   });
 
+  test('--store names the agent of the file: its own for a configured or agents/<id>/sessions store, else the default agent (never a folder name)', async () => {
+    const stores = path.join(state, 'agents');
+    const copy = (dir: string, agent: string) => {
+      fs.mkdirSync(dir, { recursive: true });
+      for (const name of fs.readdirSync(path.join(stores, agent, 'sessions'))) {
+        const from = path.join(stores, agent, 'sessions', name);
+        if (fs.statSync(from).isFile()) fs.copyFileSync(from, path.join(dir, name));
+      }
+      return path.join(dir, 'sessions.json');
+    };
+    const cases: [string, string][] = [
+      [path.join(stores, 'work', 'sessions', 'sessions.json'), 'work'],
+      [copy(path.join(state, 'backup-2026', 'agents', 'work', 'sessions'), 'work'), 'work'],
+      [copy(path.join(state, 'snapshot', 'main-copy'), 'main'), 'main'],
+    ];
+    for (const [storePath, agentId] of cases) {
+      const listing = jsonLines((await cli('sessions', '--store', storePath, '--json')).stdout)[0];
+      assert.deepEqual(listing.stores, [{ agentId, path: storePath }], storePath);
+      assert.ok(listing.count > 0, storePath);
+      for (const row of listing.sessions) assert.equal(row.agentId, agentId, `${storePath}: ${row.key}`);
+      const cleanup = jsonLines((await cli('sessions', 'cleanup', '--store', storePath, '--dry-run', '--json')).stdout)[0];
+      assert.equal(cleanup.agentId, agentId, storePath);
+      const key = listing.sessions[0].key;
+      const shown = await cli('sessions', 'show', key, '--store', storePath, '--json');
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.equal(jsonLines(shown.stdout)[0].agentId, agentId, storePath);
+    }
+  });
+
   test('show reports freshness against the reset policy', async () => {
     const fresh = jsonLines((await cli('sessions', 'show', 'agent:main:direct:1', '--json', '--now', '2026-11-30T10:30:00Z')).stdout)[0];
     assert.equal(fresh.freshness.fresh, true);
