@@ -68,6 +68,7 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
     entry: details.entry,
     freshness: details.freshness,
     lock: details.lock,
+    queue: queueSummary(details.entry),
     transcript: details.transcript,
   };
   if (ctx.json) {
@@ -98,7 +99,7 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
     ['model', modelLine(entry)],
     ['tokens', tokensLine(tokenCountsOf(entry))],
     ['pinned', entry.pinned ? 'yes' : 'no'],
-    ['queue', `${waitingCount(entry)} waiting${entry.activeRun ? `, run ${(entry.activeRun as { runId?: string }).runId ?? ''} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
+    ['queue', `${result.queue.waiting} waiting${result.queue.activeRunId !== null ? `, run ${result.queue.activeRunId} active` : ''} (see \`switchboard queue --session ${details.key}\`)`],
     ['lock', lock ? (lock.owner ? `held by pid ${lock.owner.pid} since ${formatTime(lock.owner.acquiredAt)}` : 'present (no owner record)') : 'free'],
     ['transcript', transcript ? `${details.transcriptPath} (${formatBytes(transcript.bytes)}, ${transcript.records} records${transcript.skipped ? `, ${transcript.skipped} damaged lines` : ''})` : `${details.transcriptPath} (missing)`],
   ];
@@ -106,10 +107,16 @@ export async function runShow(ctx: CliContext, key: string): Promise<number> {
   return 0;
 }
 
-/** Queued items that wait: not the active run's own messages, claimed by it until its runner starts. */
-function waitingCount(entry: Record<string, unknown>): number {
+/**
+ * The session's queue as `show` reports it: how many items wait (not the active run's own
+ * messages, claimed by it until its runner starts) and the active run's id. The items themselves
+ * are in `entry.queue` and `switchboard queue --session`.
+ */
+function queueSummary(entry: Record<string, unknown>): { waiting: number; activeRunId: string | null } {
   const queued = entry as QueuedEntry;
-  return Array.isArray(queued.queue) ? queued.queue.filter((item) => !claimedByActiveRun(queued, item)).length : 0;
+  const waiting = Array.isArray(queued.queue) ? queued.queue.filter((item) => !claimedByActiveRun(queued, item)).length : 0;
+  const active = entry.activeRun as { runId?: unknown } | undefined;
+  return { waiting, activeRunId: active ? (typeof active.runId === 'string' ? active.runId : '') : null };
 }
 
 /** The model the session uses: an override first; a value of another type is shown, not used. */

@@ -228,6 +228,28 @@ describe('JSON shapes', () => {
     assert.equal(jsonLines(alias.stdout)[0].previousSessionId, result.sessionId);
   });
 
+  test('sessions show --json names the entry, freshness, lock, queue and transcript stats, as cli.md lists them', async () => {
+    const state = tempDir();
+    const cfg = writeJson(path.join(state, 'c.json'), { agents: { defaults: { runner: { command: 'builtin:echo' } } } });
+    const input = [line({ channel: 'telegram', text: 'a', runId: 'w1' }), line({ channel: 'telegram', text: 'b', runId: 'w2' })].join('\n');
+    const queued = await runCli(['ingest', '--no-wait', '--state-dir', state, '--config', cfg], { input });
+    assert.equal(queued.code, 0, queued.stderr);
+    const shown = await runCli(['sessions', 'show', 'main', '--json', '--state-dir', state, '--config', cfg]);
+    assert.equal(shown.code, 0, shown.stderr);
+    const details = jsonLines(shown.stdout)[0];
+    for (const field of ['entry', 'freshness', 'lock', 'queue', 'transcript']) assert.ok(field in details, field);
+    assert.equal(details.key, 'agent:main:main');
+    assert.equal(typeof details.freshness.fresh, 'boolean');
+    assert.equal(details.lock, null);
+    assert.deepEqual(details.queue, { waiting: 2, activeRunId: null });
+    assert.match((await runCli(['sessions', 'show', 'main', '--state-dir', state, '--config', cfg])).stdout, /^queue\s+2 waiting/m);
+    // Once the queue has run, nothing waits.
+    assert.equal((await runCli(['ingest', '--state-dir', state, '--config', cfg], { input: '' })).code, 0);
+    const after = jsonLines((await runCli(['sessions', 'show', 'main', '--json', '--state-dir', state, '--config', cfg])).stdout)[0];
+    assert.deepEqual(after.queue, { waiting: 0, activeRunId: null });
+    assert.ok(after.transcript.records > 0);
+  });
+
   test('sessions --active MIN keeps only sessions updated in the last MIN minutes, by the --now clock', async () => {
     const state = tempDir();
     assert.equal((await runCli(['send', 'old', '--channel', 'telegram', '--peer', 'group:1', '--now', '2026-11-30T07:00:00Z', '--state-dir', state])).code, 0);
