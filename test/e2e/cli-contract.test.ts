@@ -100,6 +100,50 @@ describe('global options', () => {
   });
 });
 
+describe('send', () => {
+  test('send takes the route flags of route resolve and lands where route resolve says; --session-key, --message-id and --cron-job as in a message', async () => {
+    const state = tempDir();
+    const config = writeJson(path.join(state, 'c.json'), {
+      agents: { list: [{ id: 'main', default: true }, { id: 'mods' }, { id: 'team' }, { id: 'work' }, { id: 'club' }] },
+      bindings: [
+        { agentId: 'club', match: { channel: 'discord', accountId: '*', peer: { kind: 'channel', id: 'book-club' } } },
+        { agentId: 'mods', match: { channel: 'discord', accountId: '*', guildId: 'g1', roles: ['mod'] } },
+        { agentId: 'team', match: { channel: 'slack', accountId: '*', teamId: 'T1' } },
+        { agentId: 'work', match: { channel: 'telegram', accountId: 'work' } },
+      ],
+    });
+    const cli = (...args: string[]) => runCli([...args, '--state-dir', state, '--config', config]);
+    const flagSets: [string[], string, string][] = [
+      [['--channel', 'discord', '--peer', 'channel:thread-1', '--parent-peer', 'channel:book-club'], 'club', 'binding.peer.parent'],
+      [['--channel', 'discord', '--peer', 'channel:general', '--guild', 'g1', '--roles', 'a,mod'], 'mods', 'binding.guild+roles'],
+      [['--channel', 'slack', '--peer', 'channel:c1', '--team', 'T1'], 'team', 'binding.team'],
+      [['--channel', 'telegram', '--account', 'work', '--peer', 'direct:5'], 'work', 'binding.account'],
+      [['--channel', 'discord', '--peer', 'channel:general', '--thread', '77'], 'main', 'default'],
+    ];
+    for (const [flags, agentId, matchedBy] of flagSets) {
+      const route = jsonLines((await cli('route', 'resolve', ...flags, '--json')).stdout)[0];
+      assert.deepEqual([route.agentId, route.matchedBy], [agentId, matchedBy], flags.join(' '));
+      const sent = await cli('send', 'hello', ...flags, '--json');
+      assert.equal(sent.code, 0, `${flags.join(' ')}: ${sent.stderr}`);
+      const result = jsonLines(sent.stdout)[0];
+      assert.equal(result.type, 'result');
+      assert.deepEqual([result.agentId, result.sessionKey, result.matchedBy], [route.agentId, route.sessionKey, route.matchedBy], flags.join(' '));
+    }
+    const explicit = jsonLines((await cli('send', 'note', '--channel', 'telegram', '--session-key', 'agent:work:notes', '--json')).stdout)[0];
+    assert.deepEqual([explicit.agentId, explicit.sessionKey, explicit.matchedBy], ['work', 'agent:work:notes', 'explicit']);
+    const first = jsonLines((await cli('send', 'once', '--channel', 'telegram', '--message-id', 'm-1', '--run-id', 'r-1', '--json')).stdout)[0];
+    assert.deepEqual([first.messageId, first.runId, first.disposition], ['m-1', 'r-1', 'recorded']);
+    const again = jsonLines((await cli('send', 'once', '--channel', 'telegram', '--message-id', 'm-1', '--json')).stdout)[0];
+    assert.equal(again.disposition, 'duplicate');
+    const cron = jsonLines((await cli('send', 'digest', '--channel', 'telegram', '--kind', 'cron', '--cron-job', 'daily', '--json')).stdout)[0];
+    assert.equal(cron.sessionKey, 'agent:main:cron:daily');
+    const incognito = await cli('send', 'secret', '--channel', 'telegram', '--peer', 'direct:42', '--incognito', '--json');
+    assert.equal(jsonLines(incognito.stdout)[0].persisted, false);
+    const keys = jsonLines((await cli('sessions', '--all-agents', '--json')).stdout)[0].sessions.map((s: { key: string }) => s.key);
+    assert.ok(!keys.some((key: string) => key.includes('42')), 'an incognito send writes nothing');
+  });
+});
+
 describe('exit codes and the JSON error', () => {
   test('each kind of failure has its documented exit code and code, one {error: {code, message, hint}} on stderr', async () => {
     const state = tempDir();
