@@ -24,6 +24,22 @@ import { BufferedWriter, outputClosed } from './output.js';
 import { addRouteFlags, routeInputFromFlags, type RouteFlagValues } from './route-flags.js';
 import { runIngestViaSocket, runSendViaSocket } from './serve.js';
 
+/**
+ * `ingest --socket FILE` (the default socket, then the file): `--socket` takes an optional path,
+ * so the parser hands it FILE and leaves FILE unset. A regular file is never a socket, so such a
+ * value with no FILE is the FILE, and the socket the default one. Anything else is left as given.
+ */
+export function fileOrSocket(file: string | undefined, socket: string | boolean | undefined): [string | undefined, string | boolean | undefined] {
+  if (file !== undefined || typeof socket !== 'string' || socket === '') return [file, socket];
+  let regular = false;
+  try {
+    regular = fs.statSync(socket).isFile();
+  } catch {
+    // not there (or unreadable): a socket path the connection reports on
+  }
+  return regular ? [socket, true] : [file, socket];
+}
+
 /** Lines per commit: large batches amortise fsyncs and the sessions.json rewrite (P3/P4). */
 const MAX_BATCH_LINES = 50_000;
 /** Lines read ahead while a batch commits, before reading pauses (back-pressure). */
@@ -35,7 +51,7 @@ export function registerIngestCommands(program: Command, hooks: ProgramHooks): v
     .argument('[file]', 'NDJSON file of messages (default: stdin)')
     .description('route and record inbound messages (NDJSON, one per line); print one event per line')
     .option('--no-wait', 'return once the messages are recorded: start no runs (work for idle sessions waits in the queue for the next ingest)')
-    .option('--socket [path]', 'hand the messages to a running `switchboard serve` (default: <state>/switchboard.sock)')
+    .option('--socket [path]', 'hand the messages to a running `switchboard serve` (default: <state>/switchboard.sock; `--socket FILE` with a regular file reads FILE through it)')
     .addHelpText(
       'after',
       `
@@ -61,8 +77,8 @@ Examples:
     )
     .action(
       hooks.action((ctx: CliContext, file: string | undefined) => {
-        const socket = (ctx.options as { socket?: string | boolean }).socket;
-        return socket !== undefined ? runIngestViaSocket(ctx, file, socket) : runIngest(ctx, file);
+        const [input, socket] = fileOrSocket(file, (ctx.options as { socket?: string | boolean }).socket);
+        return socket !== undefined ? runIngestViaSocket(ctx, input, socket) : runIngest(ctx, input);
       }),
     );
 

@@ -6,8 +6,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { jsonLines, runCli, tempDir, writeJson } from '../helpers.js';
+import { startServe, stopAllServers } from '../serve-process.js';
 
 const line = (message: Record<string, unknown>) => JSON.stringify(message);
 const isInt = (value: unknown) => typeof value === 'number' && Number.isInteger(value);
@@ -141,6 +142,27 @@ describe('send', () => {
     assert.equal(jsonLines(incognito.stdout)[0].persisted, false);
     const keys = jsonLines((await cli('sessions', '--all-agents', '--json')).stdout)[0].sessions.map((s: { key: string }) => s.key);
     assert.ok(!keys.some((key: string) => key.includes('42')), 'an incognito send writes nothing');
+  });
+});
+
+describe('ingest --socket', () => {
+  after(stopAllServers);
+
+  test('ingest --socket FILE reads FILE through the default socket; an explicit socket path before or after FILE still works', async () => {
+    const state = tempDir();
+    const server = await startServe(state);
+    const file = path.join(tempDir(), 'messages.ndjson');
+    fs.writeFileSync(file, `${[line({ channel: 'telegram', peer: 'direct:1', text: 'a' }), line({ channel: 'telegram', peer: 'group:2', text: 'b' })].join('\n')}\n`);
+    for (const args of [['ingest', '--socket', file], ['ingest', file, '--socket'], ['ingest', '--socket', server.socketPath, file], ['ingest', file, '--socket', server.socketPath]]) {
+      const r = await runCli([...args, '--state-dir', state]);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      const events = jsonLines(r.stdout);
+      assert.deepEqual(events.map((e) => [e.type, e.line]), [['result', 1], ['result', 2]], args.join(' '));
+    }
+    const missing = await runCli(['ingest', '--socket', path.join(state, 'nobody.sock'), '--json', '--state-dir', state]);
+    assert.equal(missing.code, 69, 'a --socket path that is no file stays a socket path');
+    assert.equal(jsonError(missing, 'ingest --socket nobody.sock').code, 'UNAVAILABLE');
+    await server.stop();
   });
 });
 
