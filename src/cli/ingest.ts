@@ -29,7 +29,7 @@ import { runIngestViaSocket, runSendViaSocket } from './serve.js';
  * so the parser hands it FILE and leaves FILE unset. A regular file is never a socket, so such a
  * value with no FILE is the FILE, and the socket the default one. Anything else is left as given.
  */
-export function fileOrSocket(file: string | undefined, socket: string | boolean | undefined): [string | undefined, string | boolean | undefined] {
+function fileOrSocket(file: string | undefined, socket: string | boolean | undefined): [string | undefined, string | boolean | undefined] {
   if (file !== undefined || typeof socket !== 'string' || socket === '') return [file, socket];
   let regular = false;
   try {
