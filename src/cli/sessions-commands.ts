@@ -56,7 +56,7 @@ export function registerSessionCommands(program: Command, hooks: ProgramHooks): 
   registerCleanupCommand(sessions, hooks);
   registerListing(sessions, hooks);
 
-  addSelectionFlags(sessions.command('show').argument('<key-or-id>').description('one session: entry, freshness, lock, transcript stats'))
+  addSelectionFlags(sessions.command('show').argument('<key-or-id>').description('one session: entry, freshness, lock, queue, transcript stats'))
     .addHelpText('after', '\nExample:\n  $ switchboard sessions show agent:main:direct:alice')
     .action(hooks.action(async (ctx: CliContext, key: string) => (await actions()).runShow(ctx, key)));
 
