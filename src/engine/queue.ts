@@ -73,8 +73,7 @@ export interface QueueListing {
 
 /** Every agent's store once (agents may share one), a server's incognito stores included. */
 function stores(ctx: EngineContext): StoreLocation[] {
-  const seen = new Set<string>();
-  return selectStores(ctx, { allAgents: true }).filter((location) => !seen.has(location.storePath) && seen.add(location.storePath));
+  return selectStores(ctx, { allAgents: true });
 }
 
 interface SessionFilter {

@@ -115,10 +115,7 @@ export async function cleanupSessions(ctx: EngineContext, options: SessionCleanu
   const dryRun = options.dryRun === true;
   const stores: CleanupStoreResult[] = [];
   let exitCode = 0;
-  const seen = new Set<string>();
   for (const location of selectStores(ctx, options)) {
-    if (seen.has(location.storePath)) continue;
-    seen.add(location.storePath);
     try {
       stores.push(await cleanupStore(ctx, location, settings, { ...options, dryRun }));
     } catch (err) {

@@ -38,7 +38,10 @@ export function selectStores(ctx: EngineContext, selection: StoreSelection = {})
     return [{ agentId: storeAgentId(ctx, storePath), sessionsDir: path.dirname(storePath), storePath }];
   }
   const agentIds = selection.allAgents ? knownAgentIds(ctx) : [selection.agent ? normalizeAgentId(selection.agent) : commandAgentId(ctx, 'the command')];
-  const stored = agentIds.map((id) => storeFor(ctx, id));
+  // Agents may share one file (a `session.store` without `{agentId}`): each store once, the first
+  // agent's, as OpenClaw's CLI dedupes its targets by path. Its rows name their own agents.
+  const seen = new Set<string>();
+  const stored = agentIds.map((id) => storeFor(ctx, id)).filter((location) => !seen.has(location.storePath) && seen.add(location.storePath));
   if (selection.agent) checkNamedAgent(ctx, stored[0]!, selection.agent);
   // A server's incognito sessions are part of what it shows (they exist nowhere else).
   const { incognitoRoot } = ctx;
@@ -136,11 +139,13 @@ export interface SessionListing {
   sessions: SessionRow[];
 }
 
-function kindOf(key: string): string {
+/** A row's kind, and its agent: the key's (`agent:<id>:…`), else its store's, as OpenClaw lists them. */
+function keyFacts(key: string, location: StoreLocation): { kind: string; agentId: string } {
   try {
-    return parseSessionKey(key).kind;
+    const parsed = parseSessionKey(key);
+    return { kind: parsed.kind, agentId: parsed.agentId };
   } catch {
-    return 'other';
+    return { kind: 'other', agentId: location.agentId };
   }
 }
 
@@ -208,12 +213,13 @@ function rowOf({ location, incognito, key, entry, updatedAt, sharing }: Candidat
   const tokens = tokenCountsOf(entry);
   // Fields written out, not spread from tokenCountsOf: a spread in the literal copied through a
   // temporary object per row.
+  const facts = keyFacts(key, location);
   const row: SessionRow = {
-    agentId: location.agentId,
+    agentId: facts.agentId,
     key,
     // A row with no sessionId at all (one that is not even an object) shows none.
     sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : entry.sessionId === undefined ? '' : String(entry.sessionId),
-    kind: kindOf(key),
+    kind: facts.kind,
     chatType: typeof entry.chatType === 'string' ? entry.chatType : null,
     updatedAt,
     ageMs: Math.max(0, now - updatedAt),

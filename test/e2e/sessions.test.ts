@@ -116,6 +116,36 @@ describe('sessions commands', () => {
     }
   });
 
+  test('agents sharing one store (session.store without {agentId}): each session listed once, under the agent its key names', async () => {
+    const shared = tempDir();
+    const sharedConfig = writeJson(path.join(shared, 'c.json'), {
+      agents: { list: [{ id: 'main', default: true }, { id: 'work' }] },
+      bindings: [{ agentId: 'work', match: { channel: 'slack', accountId: '*' } }],
+      session: { store: 'shared/sessions.json' },
+    });
+    const run = (...args: string[]) => runCli([...args, '--state-dir', shared, '--config', sharedConfig]);
+    assert.equal((await run('send', 'a', '--channel', 'telegram')).code, 0);
+    assert.equal((await run('send', 'b', '--channel', 'slack')).code, 0);
+    const storePath = path.join(shared, 'shared', 'sessions.json');
+    assert.deepEqual(Object.keys(JSON.parse(fs.readFileSync(storePath, 'utf8'))).sort(), ['agent:main:main', 'agent:work:main']);
+    for (const args of [['sessions', '--all-agents'], ['sessions'], ['sessions', '--agent', 'work'], ['sessions', '--store', storePath]]) {
+      const listing = jsonLines((await run(...args, '--json')).stdout)[0];
+      assert.equal(listing.count, 2, args.join(' '));
+      assert.deepEqual(listing.stores.map((s: { path: string }) => s.path), [storePath], args.join(' '));
+      assert.deepEqual(
+        listing.sessions.map((s: { agentId: string; key: string }) => [s.agentId, s.key]).sort(),
+        [
+          ['main', 'agent:main:main'],
+          ['work', 'agent:work:main'],
+        ],
+        args.join(' '),
+      );
+    }
+    const cleanup = jsonLines((await run('sessions', 'cleanup', '--all-agents', '--dry-run', '--json')).stdout)[0];
+    assert.equal(cleanup.stores.length, 1);
+    assert.equal(cleanup.stores[0].beforeCount, 2);
+  });
+
   test('show reports freshness against the reset policy', async () => {
     const fresh = jsonLines((await cli('sessions', 'show', 'agent:main:direct:1', '--json', '--now', '2026-11-30T10:30:00Z')).stdout)[0];
     assert.equal(fresh.freshness.fresh, true);
