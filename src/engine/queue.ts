@@ -25,7 +25,7 @@ import {
   type QueuedEntry,
 } from './queue-state.js';
 import { queueRuntimeFor } from './runtime.js';
-import { selectStores } from './session-list.js';
+import { listedAgentId, selectStores } from './session-list.js';
 import { findSession } from './sessions.js';
 
 /** One waiting item (cli.md `queue list --json`, plus agentId, kind and position). */
@@ -140,7 +140,7 @@ function itemsOf(location: StoreLocation, sessionKey: string, entry: QueuedEntry
     state: item.state,
     enqueuedAt: item.enqueuedAt,
     text: item.text,
-    agentId: location.agentId,
+    agentId: listedAgentId(sessionKey, location),
     kind: item.kind,
     position: index + 1,
     owner,
@@ -172,7 +172,7 @@ export async function listQueue(ctx: EngineContext, options: { session?: string 
           sessionId: run.sessionId,
           pid: run.pid,
           startedAt: run.startedAt,
-          agentId: location.agentId,
+          agentId: listedAgentId(key, location),
           hostname: run.hostname,
           lane: run.lane,
           alive: listedAlive(run.hostname, runAlive(run, liveness)),

@@ -139,13 +139,23 @@ export interface SessionListing {
   sessions: SessionRow[];
 }
 
-/** A row's kind, and its agent: the key's (`agent:<id>:…`), else its store's, as OpenClaw lists them. */
-function keyFacts(key: string, location: StoreLocation): { kind: string; agentId: string } {
+function kindOf(key: string): string {
   try {
-    const parsed = parseSessionKey(key);
-    return { kind: parsed.kind, agentId: parsed.agentId };
+    return parseSessionKey(key).kind;
   } catch {
-    return { kind: 'other', agentId: location.agentId };
+    return 'other';
+  }
+}
+
+/**
+ * The agent a listed session belongs to (`sessions`, `queue`): the one its key names
+ * (`agent:<id>:…`), else its store's — as OpenClaw lists them; agents may share one store.
+ */
+export function listedAgentId(key: string, location: StoreLocation): string {
+  try {
+    return parseSessionKey(key).agentId;
+  } catch {
+    return location.agentId;
   }
 }
 
@@ -213,13 +223,12 @@ function rowOf({ location, incognito, key, entry, updatedAt, sharing }: Candidat
   const tokens = tokenCountsOf(entry);
   // Fields written out, not spread from tokenCountsOf: a spread in the literal copied through a
   // temporary object per row.
-  const facts = keyFacts(key, location);
   const row: SessionRow = {
-    agentId: facts.agentId,
+    agentId: listedAgentId(key, location),
     key,
     // A row with no sessionId at all (one that is not even an object) shows none.
     sessionId: typeof entry.sessionId === 'string' ? entry.sessionId : entry.sessionId === undefined ? '' : String(entry.sessionId),
-    kind: facts.kind,
+    kind: kindOf(key),
     chatType: typeof entry.chatType === 'string' ? entry.chatType : null,
     updatedAt,
     ageMs: Math.max(0, now - updatedAt),

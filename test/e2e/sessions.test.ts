@@ -119,7 +119,7 @@ describe('sessions commands', () => {
   test('agents sharing one store (session.store without {agentId}): each session listed once, under the agent its key names', async () => {
     const shared = tempDir();
     const sharedConfig = writeJson(path.join(shared, 'c.json'), {
-      agents: { list: [{ id: 'main', default: true }, { id: 'work' }] },
+      agents: { defaults: { runner: { command: 'builtin:echo' } }, list: [{ id: 'main', default: true }, { id: 'work' }] },
       bindings: [{ agentId: 'work', match: { channel: 'slack', accountId: '*' } }],
       session: { store: 'shared/sessions.json' },
     });
@@ -144,6 +144,10 @@ describe('sessions commands', () => {
     const cleanup = jsonLines((await run('sessions', 'cleanup', '--all-agents', '--dry-run', '--json')).stdout)[0];
     assert.equal(cleanup.stores.length, 1);
     assert.equal(cleanup.stores[0].beforeCount, 2);
+    // The queue names the same agent for a waiting message.
+    assert.equal((await runCli(['ingest', '--no-wait', '--state-dir', shared, '--config', sharedConfig], { input: '{"channel":"slack","text":"later","runId":"w-1"}\n' })).code, 0);
+    const queued = jsonLines((await run('queue', '--json')).stdout)[0];
+    assert.deepEqual(queued.items.map((i: { runId: string; agentId: string; sessionKey: string }) => [i.runId, i.agentId, i.sessionKey]), [['w-1', 'work', 'agent:work:main']]);
   });
 
   test('show reports freshness against the reset policy', async () => {
