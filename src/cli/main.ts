@@ -51,6 +51,21 @@ function groupOf(argv: readonly string[]): (typeof COMMAND_GROUPS)[number] | und
 
 export const VERSION = '0.1.0';
 
+/**
+ * A write past the file-size limit (`ulimit -f`, RLIMIT_FSIZE) fails with EFBIG and the kernel
+ * also sends SIGXFSZ. Node ignores that signal, so the write's EFBIG becomes an IO error (74) like
+ * a full disk — but signal-exit (loaded by proper-lockfile and write-file-atomic) listens to it,
+ * and when its own handlers are the only ones it re-raises the signal at the default action: the
+ * process died of SIGXFSZ (exit 153) in the middle of a batch, a server with all its clients. One
+ * listener of ours is enough for it to leave the signal alone; the failed write reports itself.
+ */
+function survivesFileSizeLimit(): void {
+  if (process.platform === 'win32' || process.listeners('SIGXFSZ').includes(ignoreSignal)) return;
+  process.on('SIGXFSZ', ignoreSignal);
+}
+
+function ignoreSignal(): void {}
+
 /** An action: does its work and returns the exit code (0 unless it says otherwise). */
 export type Action<A extends unknown[]> = (ctx: CliContext, ...args: A) => Promise<number | void>;
 
@@ -165,6 +180,7 @@ function wantsJson(argv: string[]): boolean {
 /** Entry point used by bin/switchboard. */
 export async function main(argv: string[], streams: Streams = processStreams()): Promise<number> {
   let exitCode = 0;
+  survivesFileSizeLimit();
   guardOutput(streams.stdout);
   guardOutput(streams.stderr);
   let program: Command | undefined;
