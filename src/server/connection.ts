@@ -38,6 +38,8 @@ export interface ConnectionHost {
   closed(client: ClientConnection): void;
 }
 
+const NO_BYTES = Buffer.alloc(0);
+
 /** How long a dropped or closing client may take to read its final lines before it is cut off. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
@@ -257,6 +259,18 @@ export class ClientConnection {
     }
     this.write(line);
     this.updateReading();
+  }
+
+  /**
+   * A client that has stopped sending but stays connected (a subscriber: the connection is kept
+   * half-open for its events) is found gone only by a write, and events may never come: a client
+   * that subscribed, got an error and exited kept its socket here for good. Under a fault that
+   * fails every batch (disk full, EMFILE) nothing is pushed, so such sockets piled up to the fd
+   * limit and the server could never accept again. A write of no bytes fails with EPIPE once the
+   * peer has closed (the socket then closes) and sends nothing to one that is still there.
+   */
+  checkPeer(): void {
+    if (this.readEnded && !this.isClosed && !this.socket.destroyed && !this.socket.writableEnded) this.socket.write(NO_BYTES);
   }
 
   /** Disconnects the client with a final error line (id null); its unanswered requests are dropped. */

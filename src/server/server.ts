@@ -54,6 +54,9 @@ export const DEFAULT_LIMITS: ServerLimits = {
 
 export const DEFAULT_GRACE_MS = 10_000;
 
+/** How often connections that stopped sending are checked for a peer that has gone. */
+const PEER_CHECK_MS = 2_000;
+
 export interface StartServerOptions {
   /** Builds the engine context from the config; called at start and on every reload. */
   loadEngine: () => Promise<LoadedEngine>;
@@ -127,6 +130,8 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
   private readonly incognito: MemoryVolume;
   /** `maintain` every session.maintenance.maintainEvery, so no cron is needed. */
   private readonly maintainSchedule: MaintainSchedule;
+  /** Finds clients that went away while the server had nothing to send them (ClientConnection.checkPeer). */
+  private readonly peerCheck: NodeJS.Timeout;
   private readonly counters = {
     connections: 0,
     requests: 0,
@@ -156,6 +161,9 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
     this.attach(current.engine);
     this.maintainSchedule = new MaintainSchedule(() => this.current.engine, (line) => this.log(line), (line) => this.warn(line));
     this.maintainSchedule.arm();
+    this.peerCheck = setInterval(() => {
+      for (const client of this.clients) client.checkPeer();
+    }, PEER_CHECK_MS).unref();
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
     netServer.on('connection', (socket) => this.accept(socket));
     for (const socket of early) this.accept(socket);
@@ -424,6 +432,7 @@ export class Server implements ConnectionHost, OpHost, SwitchboardServer {
   private async drainAndClose(graceMs: number, reason: string): Promise<StopSummary> {
     this.draining = true;
     const maintainStopped = this.maintainSchedule.stop(); // no new pass; one in progress ends below
+    clearInterval(this.peerCheck);
     // Runs in flight may finish; queued turns stay queued for the next process (they would only be cut off).
     for (const engine of this.engines) queueRuntimeFor(engine).stopStartingQueuedTurns();
     const clients = [...this.clients];
