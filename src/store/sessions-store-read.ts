@@ -23,20 +23,28 @@ function storeCorrupt(storePath: string, reason: string, sizeBytes: number): Swi
   });
 }
 
+/**
+ * sessions.json itself is left as it was; a record a command wrote before it (a reset's first
+ * line, an archive, a batch's records) may be down, and the next write or doctor completes it.
+ */
+const LEFT_AS_IT_WAS = 'sessions.json was left as it was; `switchboard doctor` shows anything written before it, which the next write or `doctor --repair` completes';
+
 function ioHint(errno: string | undefined): string {
   switch (errno) {
     case 'ENOSPC':
     case 'EDQUOT':
-      return 'the disk (or quota) is full: free some space and retry; the store was left as it was';
+      return `the disk (or quota) is full: free some space and retry; ${LEFT_AS_IT_WAS}`;
+    case 'EFBIG':
+      return `a file reached the process's file-size limit (ulimit -f) or the file system's largest file: raise it and retry; ${LEFT_AS_IT_WAS}`;
     case 'EROFS':
-      return 'the file system is mounted read-only; the store was left as it was';
+      return `the file system is mounted read-only; ${LEFT_AS_IT_WAS}`;
     case 'EACCES':
     case 'EPERM':
       return 'permission denied: check the owner, mode and immutable flags of the store folder and files';
     case 'EIO':
-      return 'the device reported an I/O error: check the disk; the store was left as it was';
+      return `the device reported an I/O error: check the disk; ${LEFT_AS_IT_WAS}`;
     default:
-      return 'the store was left as it was; retry once the cause is fixed';
+      return `retry once the cause is fixed; ${LEFT_AS_IT_WAS}`;
   }
 }
 

@@ -148,3 +148,28 @@ test('subscribers that got an error and left do not use up serve\'s file descrip
   await server.stop();
   assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr);
 });
+
+test('sessions reset past the file-size limit: IO (74) whose hint points at doctor, which finishes what was written first', { skip: noPrlimit }, async () => {
+  const state = tempDir('sb-fsize-reset-');
+  // A store larger than the limit (so its replace fails), of sessions with short transcripts.
+  const input = Array.from({ length: 40 }, (_, i) => JSON.stringify(message(`p${i}`, 'hi', `m${i}`))).join('\n') + '\n';
+  const config = path.join(state, 'c.json');
+  fs.mkdirSync(state, { recursive: true });
+  fs.writeFileSync(config, JSON.stringify({ session: { dmScope: 'per-peer' } }));
+  const seeded = await runCli(['ingest', '--json', '--state-dir', state, '--config', config], { input });
+  assert.equal(seeded.code, 0, seeded.stderr);
+  const storeBytes = fs.statSync(path.join(state, 'agents', 'main', 'sessions', 'sessions.json')).size;
+  const r = await runLimited(`--fsize=${Math.floor(storeBytes / 2)}`, ['sessions', 'reset', 'agent:main:direct:p1', '--json', '--state-dir', state, '--config', config]);
+  assert.equal(r.signal, null, r.stderr);
+  assert.equal(r.code, 74, r.stderr);
+  const error = JSON.parse(r.stderr.trim().split('\n').pop()!).error;
+  assert.equal(error.code, 'IO');
+  assert.match(error.message, /EFBIG/);
+  // Its new instance's first record is down though the store was not written: the hint must not say "nothing changed".
+  assert.match(error.hint, /doctor/);
+  const repaired = await runCli(['doctor', '--repair', '--state-dir', state, '--config', config]);
+  assert.equal(repaired.code, 0, repaired.stdout + repaired.stderr);
+  const doctor = await runCli(['doctor', '--json', '--state-dir', state, '--config', config]);
+  assert.equal(doctor.code, 0, doctor.stdout);
+  assert.equal(JSON.parse(doctor.stdout).summary.problems, 0);
+});
