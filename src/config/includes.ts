@@ -14,7 +14,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, jsonDepthExceeds } from '../core/index.js';
+import { SwitchboardError, expandHome, jsonDepthExceeds } from '../core/index.js';
 import { setOwn } from './own-keys.js';
 import { ConfigFileProblem, readConfigText } from './read-file.js';
 
@@ -54,14 +54,26 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/** Whether a config text may hold an `$include` at all: most do not, and need no walk. */
+/**
+ * Whether a config text may hold an `$include` at all: most do not, and need no walk. A key written
+ * with an escape (`"\u0024include"`, `\u0024include:`, `"\$include"`) is `$include` once parsed,
+ * as OpenClaw reads it, so a text with any backslash is walked too.
+ */
 export function mayInclude(text: string): boolean {
-  return text.includes(INCLUDE_KEY);
+  return text.includes(INCLUDE_KEY) || text.includes('\\');
 }
 
-/** The folders includes of `configFile` may come from (absolute OPENCLAW_INCLUDE_ROOTS entries only, as OpenClaw takes them). */
+/**
+ * The folders includes of `configFile` may come from: its own, then each OPENCLAW_INCLUDE_ROOTS
+ * entry as OpenClaw 2026.9.6 reads the variable (entries trimmed, `~` the home folder, a relative
+ * entry resolved against the working directory, blank entries skipped).
+ */
 export function includeRoots(configFile: string, env: NodeJS.ProcessEnv): string[] {
-  const extra = (env.OPENCLAW_INCLUDE_ROOTS ?? '').split(path.delimiter).filter((entry) => entry !== '' && path.isAbsolute(entry));
+  const extra = (env.OPENCLAW_INCLUDE_ROOTS ?? '')
+    .split(path.delimiter)
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => path.resolve(expandHome(entry)));
   return [path.dirname(configFile), ...extra].map((root) => path.normalize(root));
 }
 

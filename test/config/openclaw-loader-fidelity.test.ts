@@ -1,0 +1,46 @@
+// Config files loaded as OpenClaw loads them, through the real CLI (`config show --json`): each
+// folder of test/fixtures/openclaw-config-loader is copied and loaded, and the values must be the
+// ones OpenClaw 2026.9.6's own loader produced from the same files and environment (cases.json).
+// Found by a differential sweep of the loader: an `$include` key written with escapes was kept
+// as an unknown key, and OPENCLAW_INCLUDE_ROOTS entries with `~`, blanks or a relative path were
+// ignored.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { REPO_ROOT, runCli, tempDir } from '../helpers.js';
+
+const FIXTURES = path.join(REPO_ROOT, 'test', 'fixtures', 'openclaw-config-loader');
+
+interface LoaderCase {
+  env: Record<string, string>;
+  expect: Record<string, unknown>;
+  unset?: string[];
+}
+
+const { cases } = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'cases.json'), 'utf8')) as { cases: Record<string, LoaderCase> };
+
+describe('config files load as OpenClaw 2026.9.6 loads them', () => {
+  for (const [name, loaderCase] of Object.entries(cases)) {
+    test(name, async () => {
+      const copy = path.join(tempDir(), name);
+      fs.cpSync(path.join(FIXTURES, name), copy, { recursive: true });
+      fs.mkdirSync(path.join(copy, 'home'), { recursive: true });
+      const env: Record<string, string> = { HOME: path.join(copy, 'home'), OPENCLAW_INCLUDE_ROOTS: '' };
+      for (const [key, value] of Object.entries(loaderCase.env)) env[key] = value.replaceAll('<copy>', copy);
+      const state = path.join(copy, 'state');
+      const result = await runCli(['config', 'show', '--json', '--config', path.join(state, 'openclaw.json'), '--state-dir', state], { env, cwd: copy });
+      assert.equal(result.code, 0, result.stderr);
+      const shown = JSON.parse(result.stdout) as { values: { path: string; value: unknown; source: string }[]; warnings: string[] };
+      for (const [at, expected] of Object.entries(loaderCase.expect)) {
+        const entry = shown.values.find((value) => value.path === at);
+        assert.ok(entry, `${at} is shown`);
+        assert.equal(entry.source, 'file', at);
+        assert.deepEqual(entry.value, expected, at);
+      }
+      const unsetWarnings = shown.warnings.filter((warning) => warning.startsWith('environment variable '));
+      assert.deepEqual(unsetWarnings.map((warning) => warning.split(' ')[2]), loaderCase.unset ?? []);
+    });
+  }
+});
