@@ -5,15 +5,16 @@
 // * Only names of upper-case letters, digits and `_` (not starting with a digit) are references;
 //   `$${VAR}` is the escape and gives a literal `${VAR}`; any other `$` stays as written.
 // * A variable that is unset or empty leaves the reference as written, with a warning.
-// * Values come from the process environment; the config's own `env.vars` (and string entries
-//   directly under `env`) fill in names the environment has no non-empty value for, except values
-//   that themselves hold a reference. So does the state dir's `.env` file (OpenClaw reads
-//   `~/.openclaw/.env`, which never overrides the environment either).
+// * Values come from the process environment; the state dir's `.env` file (OpenClaw reads
+//   `~/.openclaw/.env` with the `dotenv` package's rules) sets names the environment does not
+//   have at all; then the config's own string entries directly under `env`, and after them those
+//   of `env.vars`, fill in names that are still unset or blank, except values that themselves
+//   hold a reference.
 // * Keys are never substituted, only string values, at any depth (arrays included).
 
 import path from 'node:path';
 import { SwitchboardError } from '../core/index.js';
-import { setOwn } from './own-keys.js';
+import { getOwn, setOwn } from './own-keys.js';
 import { readConfigText } from './read-file.js';
 import { formatJsonPath } from './validators.js';
 
@@ -21,8 +22,6 @@ import { formatJsonPath } from './validators.js';
 const VARIABLE_NAME = /^[A-Z_][A-Z0-9_]*$/;
 /** What a config `env` entry may be named (a portable environment variable name). */
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** A `.env` line: optional `export`, a name, `=`, the value. */
-const DOTENV_LINE = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)?\s*$/;
 /** Far more than any `.env` holds; a larger file is not read. */
 const MAX_DOTENV_BYTES = 1024 * 1024;
 /**
@@ -84,53 +83,139 @@ function substitute(text: string, env: Record<string, string | undefined>, at: s
   return out + text.slice(from);
 }
 
-/** `KEY=value` lines of a `.env` file (quotes stripped, `\n` in double quotes a newline, `#` comments); {} when absent or unreadable. */
-function readDotEnv(file: string): Record<string, string> {
-  let text: string;
-  try {
-    // The config files' own read: a regular file of bounded size, never a wait on a FIFO.
-    text = readConfigText(file, MAX_DOTENV_BYTES);
-  } catch {
-    return {};
+const SPACE = /\s/;
+const KEY_CHAR = /[\w.-]/;
+
+function skipSpace(text: string, at: number): number {
+  while (at < text.length && SPACE.test(text[at]!)) at++;
+  return at;
+}
+
+/** The line break at or after `at` (U+2028 and U+2029 end a line too, except inside an unquoted value), or the text's end. */
+function lineEndOf(text: string, at: number): number {
+  const rest = text.slice(at).search(/[\n\u2028\u2029]/);
+  return rest < 0 ? text.length : at + rest;
+}
+
+/** The name at `at` and where its value starts (after `=`, blanks and line breaks allowed before it, or after `:` and one blank), or undefined. */
+function entryHead(text: string, at: number): { key: string; valueAt: number } | undefined {
+  let end = at;
+  while (end < text.length && KEY_CHAR.test(text[end]!)) end++;
+  if (end === at) return undefined;
+  const key = text.slice(at, end);
+  if (text[end] === ':' && end + 1 < text.length && SPACE.test(text[end + 1]!)) return { key, valueAt: end + 2 };
+  const equals = skipSpace(text, end);
+  return text[equals] === '=' ? { key, valueAt: equals + 1 } : undefined;
+}
+
+/**
+ * Where a quote opened just before `from` may close, the longest first: at the first quote not
+ * escaped by a backslash, else (when what follows that one is not a comment) at an escaped one.
+ */
+function closingQuotes(text: string, from: number, quote: string): number[] {
+  const escaped: number[] = [];
+  for (let i = from; i < text.length; i++) {
+    if (text[i] === '\\' && text[i + 1] === quote) escaped.push(++i);
+    else if (text[i] === quote) return [i, ...escaped.reverse()];
   }
-  const values: Record<string, string> = {};
-  for (const line of text.split(/\r?\n/)) {
-    const match = DOTENV_LINE.exec(line);
-    if (!match || line.trimStart().startsWith('#')) continue;
-    let value = (match[2] ?? '').trim();
-    const quote = value[0];
-    if ((quote === '"' || quote === "'" || quote === '`') && value.length >= 2 && value.endsWith(quote)) {
-      value = value.slice(1, -1);
-      if (quote === '"') value = value.replace(/\\n/g, '\n').replace(/\\r/g, '\r');
-    } else {
-      const comment = value.indexOf(' #');
-      if (comment >= 0) value = value.slice(0, comment).trimEnd();
+  return escaped.reverse();
+}
+
+/** One entry starting at `at` (a line start) and the index its text ends at, or undefined when none starts there. */
+function dotEnvEntry(text: string, at: number): { key: string; value: string; end: number } | undefined {
+  const start = skipSpace(text, at);
+  let head = entryHead(text, start);
+  if (text.startsWith('export', start) && SPACE.test(text[start + 6] ?? '')) head = entryHead(text, skipSpace(text, start + 6)) ?? head;
+  if (!head) return undefined;
+  // A quoted value may follow blanks and line breaks, may span lines, and needs nothing but a comment after it.
+  const quoteAt = skipSpace(text, head.valueAt);
+  const quote = text[quoteAt];
+  let raw: string | undefined;
+  let end = 0;
+  if (quote === '"' || quote === "'" || quote === '`') {
+    for (const close of closingQuotes(text, quoteAt + 1, quote)) {
+      const rest = text.slice(close + 1, lineEndOf(text, close)).trim();
+      if (rest === '' || rest.startsWith('#')) {
+        raw = text.slice(quoteAt, close + 1);
+        end = lineEndOf(text, close);
+        break;
+      }
     }
-    values[match[1]!] = value;
+  }
+  if (raw === undefined) {
+    // Otherwise the value is the rest of its line up to a `#` (a comment there ends the entry).
+    const newline = text.indexOf('\n', head.valueAt) < 0 ? text.length : text.indexOf('\n', head.valueAt);
+    const hash = text.indexOf('#', head.valueAt);
+    const commented = hash >= 0 && hash < newline;
+    raw = text.slice(head.valueAt, commented ? hash : newline);
+    end = commented ? lineEndOf(text, hash) : newline;
+  }
+  const trimmed = raw.trim();
+  // Surrounding quotes go (where a line of the value starts with one and ends with it, for a value
+  // that holds U+2028 line separators), and in double quotes `\n` and `\r` are escapes.
+  const value = trimmed.replace(/^(["'`])([\s\S]*)\1$/gm, '$2');
+  return { key: head.key, value: trimmed[0] === '"' ? value.replace(/\\n/g, '\n').replace(/\\r/g, '\r') : value, end };
+}
+
+/**
+ * The entries of a `.env` file, read as OpenClaw 2026.9.6 reads its state dir's (the `dotenv`
+ * package's rules, checked against it): `KEY=value` or `KEY: value`, an optional `export `; a
+ * value in quotes (', ", `) may span lines and keeps a `#`, and in double quotes `\\n` and `\\r` are
+ * a newline and a carriage return; an unquoted value ends at a `#` and is trimmed; a later entry
+ * wins; lines that are none of these are skipped, and so are names that are not portable (`A.B`).
+ */
+export function parseDotEnv(source: string): Map<string, string> {
+  const text = source.replace(/\r\n?/g, '\n');
+  const values = new Map<string, string>();
+  for (let at = 0; at < text.length; ) {
+    const entry = dotEnvEntry(text, at);
+    if (entry && ENV_KEY.test(entry.key)) values.set(entry.key, entry.value);
+    at = (entry ? entry.end : lineEndOf(text, at)) + 1;
   }
   return values;
 }
 
-/** The config's own `env.vars` and string `env` entries that may fill in the environment. */
-function configEnvEntries(config: Record<string, unknown>): [string, string][] {
+/** The state dir's `.env` entries; none when it is absent or unreadable. */
+function readDotEnv(file: string): Map<string, string> {
+  try {
+    // The config files' own read: a regular file of bounded size, never a wait on a FIFO.
+    return parseDotEnv(readConfigText(file, MAX_DOTENV_BYTES));
+  } catch {
+    return new Map();
+  }
+}
+
+/**
+ * The config's own `env.vars` and string `env` entries that may fill in the environment, one value
+ * per name: an entry directly under `env` wins over `env.vars` (as OpenClaw 2026.9.6 applies them,
+ * wherever each is written). Entries that are blank, hold a reference or have no portable name are
+ * skipped, so they never hide another.
+ */
+function configEnvEntries(config: Record<string, unknown>): Map<string, string> {
+  const entries = new Map<string, string>();
   const envSection = config.env;
-  if (envSection === null || typeof envSection !== 'object' || Array.isArray(envSection)) return [];
-  const entries: [string, string][] = [];
+  if (envSection === null || typeof envSection !== 'object' || Array.isArray(envSection)) return entries;
+  const take = (rawKey: string, value: unknown): void => {
+    const key = rawKey.trim();
+    if (typeof value === 'string' && ENV_KEY.test(key) && value.trim() !== '' && !holdsReference(value)) entries.set(key, value);
+  };
   const section = envSection as Record<string, unknown>;
   const vars = section.vars;
-  if (vars !== null && typeof vars === 'object' && !Array.isArray(vars)) entries.push(...(Object.entries(vars).filter(([, v]) => typeof v === 'string') as [string, string][]));
-  for (const [key, value] of Object.entries(section)) if (key !== 'vars' && key !== 'shellEnv' && typeof value === 'string') entries.push([key, value]);
-  return entries.map(([key, value]): [string, string] => [key.trim(), value]).filter(([key, value]) => ENV_KEY.test(key) && value.trim() !== '' && !holdsReference(value));
+  if (vars !== null && typeof vars === 'object' && !Array.isArray(vars)) for (const [key, value] of Object.entries(vars)) take(key, value);
+  for (const [key, value] of Object.entries(section)) if (key !== 'vars' && key !== 'shellEnv') take(key, value);
+  return entries;
 }
 
 /** The variables references are replaced from: the environment, filled in by the state dir's `.env` and the config's own `env`. */
 export function substitutionEnv(config: Record<string, unknown>, env: NodeJS.ProcessEnv, stateDir: string): Record<string, string | undefined> {
   const merged: Record<string, string | undefined> = { ...env };
-  const fillIn = (key: string, value: string): void => {
-    if (!merged[key]?.trim()) merged[key] = value;
-  };
-  for (const [key, value] of Object.entries(readDotEnv(path.join(stateDir, '.env')))) fillIn(key, value);
-  for (const [key, value] of configEnvEntries(config)) fillIn(key, value);
+  // A `.env` entry only sets a variable the environment lacks (one set to "" stays empty); the
+  // config's own entries also fill in one that is blank.
+  for (const [key, value] of readDotEnv(path.join(stateDir, '.env'))) if (!Object.hasOwn(merged, key)) setOwn(merged, key, value);
+  for (const [key, value] of configEnvEntries(config)) {
+    const current = getOwn(merged, key);
+    if (typeof current !== 'string' || current.trim() === '') setOwn(merged, key, value);
+  }
   return merged;
 }
 
@@ -155,7 +240,11 @@ export function substituteEnvReferences(config: Record<string, unknown>, env: Re
   return { config: substituted, warnings };
 }
 
-/** Whether a config text may hold a reference at all (most do not, and need no walk). */
+/**
+ * Whether a config text may hold a reference at all (most do not, and need no walk). A string
+ * written with escapes (`"\u0024{PEER}"`, `"\x24{PEER}"`) holds `${PEER}` once parsed, and OpenClaw
+ * replaces it, so a text with any backslash is walked too.
+ */
 export function mayReferenceEnv(text: string): boolean {
-  return text.includes('${');
+  return text.includes('${') || text.includes('\\');
 }

@@ -1,9 +1,10 @@
 // Config files loaded as OpenClaw loads them, through the real CLI (`config show --json`): each
 // folder of test/fixtures/openclaw-config-loader is copied and loaded, and the values must be the
 // ones OpenClaw 2026.9.6's own loader produced from the same files and environment (cases.json).
-// Found by a differential sweep of the loader: an `$include` key written with escapes was kept
-// as an unknown key, and OPENCLAW_INCLUDE_ROOTS entries with `~`, blanks or a relative path were
-// ignored.
+// Found by a differential sweep of the loader: escaped `$include` keys and `${VAR}` references
+// were read literally, `env.vars` beat a direct `env` entry, OPENCLAW_INCLUDE_ROOTS entries with
+// `~`, blanks or a relative path were ignored, the state dir's .env was read with other rules than
+// dotenv's, and a "__proto__" entry in `env` made any `${VAR}` an internal error.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
