@@ -1,9 +1,8 @@
 // The two-file setup: a switchboard.json5 that `extends` an openclaw.json kept exactly as OpenClaw
 // wants it, overlaying switchboard's own keys. Layers merge base first; each value remembers its file.
 
-import os from 'node:os';
 import path from 'node:path';
-import { MAX_JSON_DEPTH, SwitchboardError, jsonDepthExceeds } from '../core/index.js';
+import { MAX_JSON_DEPTH, SwitchboardError, expandHome, jsonDepthExceeds } from '../core/index.js';
 import { includeRoots, mayInclude, resolveIncludes, type IncludedFile } from './includes.js';
 import { getOwn, setOwn } from './own-keys.js';
 import { locateJsonPaths, type TextPosition } from './positions.js';
@@ -49,9 +48,7 @@ function tooDeep(file: string, text: string, data: unknown): SwitchboardError {
 
 /** `~/x` → home, a relative path → next to the file that names it. */
 export function resolveExtends(raw: string, fromFile: string): string {
-  const trimmed = raw.trim();
-  if (trimmed === '~' || trimmed.startsWith('~/')) return path.join(os.homedir(), trimmed.slice(1));
-  return path.resolve(path.dirname(fromFile), trimmed);
+  return path.resolve(path.dirname(fromFile), expandHome(raw.trim()));
 }
 
 /**

@@ -3,7 +3,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { SwitchboardError, packageRoot } from '../core/index.js';
+import { SwitchboardError, expandHome, packageRoot } from '../core/index.js';
 import { ConfigFileProblem, readConfigText } from './read-file.js';
 import type { SwitchboardConfig } from './types.js';
 import { checkCurrentFormat, configGeneration } from './openclaw-format.js';
@@ -32,10 +32,13 @@ export interface LocateOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** `--config`, else $SWITCHBOARD_CONFIG, else `<state>/switchboard.json5`, else `<state>/openclaw.json`. */
+/**
+ * `--config`, else $SWITCHBOARD_CONFIG, else `<state>/switchboard.json5`, else `<state>/openclaw.json`.
+ * A leading `~` is the home folder, as in `--state-dir` (`--config=~/x` reaches no shell expansion).
+ */
 export function locateConfig({ configFlag, stateDir, env = process.env }: LocateOptions): { path: string | null; source: ConfigSource } {
-  if (configFlag) return { path: path.resolve(configFlag), source: 'flag' };
-  if (env.SWITCHBOARD_CONFIG) return { path: path.resolve(env.SWITCHBOARD_CONFIG), source: 'env' };
+  if (configFlag) return { path: path.resolve(expandHome(configFlag)), source: 'flag' };
+  if (env.SWITCHBOARD_CONFIG) return { path: path.resolve(expandHome(env.SWITCHBOARD_CONFIG)), source: 'env' };
   const own = path.join(stateDir, 'switchboard.json5');
   if (fs.existsSync(own)) return { path: own, source: 'state-dir' };
   const openclaw = path.join(stateDir, 'openclaw.json');

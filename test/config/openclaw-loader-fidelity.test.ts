@@ -45,3 +45,23 @@ describe('config files load as OpenClaw 2026.9.6 loads them', () => {
     });
   }
 });
+
+describe('where the config file is', () => {
+  test('a leading ~ in --config and SWITCHBOARD_CONFIG is the home folder, as in --state-dir', async () => {
+    const home = tempDir();
+    fs.mkdirSync(path.join(home, '.openclaw'));
+    fs.writeFileSync(path.join(home, '.openclaw', 'openclaw.json'), '{ session: { mainKey: "home" } }');
+    const expected = path.join(home, '.openclaw', 'openclaw.json');
+    for (const [args, env] of [
+      [['--config=~/.openclaw/openclaw.json'], {}],
+      [[], { SWITCHBOARD_CONFIG: '~/.openclaw/openclaw.json' }],
+    ] as [string[], Record<string, string>][]) {
+      const result = await runCli(['config', 'show', '--json', '--state-dir=~/state', ...args], { env: { HOME: home, ...env }, cwd: home });
+      assert.equal(result.code, 0, result.stderr);
+      const shown = JSON.parse(result.stdout) as { path: string; stateDir: string; values: { path: string; value: unknown }[] };
+      assert.equal(shown.path, expected);
+      assert.equal(shown.stateDir, path.join(home, 'state'));
+      assert.equal(shown.values.find((value) => value.path === 'session.mainKey')?.value, 'home');
+    }
+  });
+});
