@@ -16,7 +16,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { SwitchboardError, expandHome, jsonDepthExceeds } from '../core/index.js';
 import { setOwn } from './own-keys.js';
+import { locateJsonPaths } from './positions.js';
 import { ConfigFileProblem, readConfigText } from './read-file.js';
+import { formatJsonPath } from './validators.js';
 
 const INCLUDE_KEY = '$include';
 const MAX_INCLUDE_DEPTH = 10;
@@ -48,6 +50,15 @@ export interface IncludeContext {
   parse: (text: string, label: string) => Promise<unknown>;
   /** Every file included so far, in the order they were read. */
   included: IncludedFile[];
+  /** The text of the file the walk starts in, to name where its own `$include`s are. */
+  text?: string;
+}
+
+/** An `$include` being resolved: the file it is written in, and the keys to its object within that file. */
+interface IncludeSite {
+  file: string;
+  local: string[];
+  context: IncludeContext;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -77,9 +88,14 @@ export function includeRoots(configFile: string, env: NodeJS.ProcessEnv): string
   return [path.dirname(configFile), ...extra].map((root) => path.normalize(root));
 }
 
-function includeError(file: string, message: string): SwitchboardError {
-  return new SwitchboardError('CONFIG_INVALID', `${file}: $include: ${message}`, {
-    details: { file, path: INCLUDE_KEY },
+/** CONFIG_INVALID for the `$include` at `site`, named `file:line:column: path.$include:` (the line and column when the text shows where). */
+function includeError(site: IncludeSite, message: string): SwitchboardError {
+  const at = formatJsonPath([...site.local, INCLUDE_KEY]);
+  const text = site.context.included.find((included) => included.file === site.file)?.text ?? site.context.text;
+  const position = text === undefined ? undefined : locateJsonPaths(text).get(at);
+  const where = position ? `${site.file}:${position.line}:${position.column}` : site.file;
+  return new SwitchboardError('CONFIG_INVALID', `${where}: ${at}: ${message}`, {
+    details: { file: site.file, path: at, ...(position ? { line: position.line, column: position.column } : {}) },
     hint: 'fix the $include (paths are relative to the file that names them and must stay in the config folder)',
   });
 }
@@ -121,65 +137,68 @@ function withoutBlockedKeys(value: Record<string, unknown>): Record<string, unkn
 
 /**
  * `value` (parsed from `file`) with every `$include` in it resolved. `chain` is the files being
- * included, outermost first (a cycle is an error), and its length the nesting depth.
+ * included, outermost first (a cycle is an error), and its length the nesting depth. `at` is where
+ * `value` sits in the config, `rootAt` where `file`'s own value does.
  */
-export async function resolveIncludes(value: unknown, file: string, context: IncludeContext, chain: string[] = [path.normalize(file)], at: string[] = []): Promise<unknown> {
+export async function resolveIncludes(value: unknown, file: string, context: IncludeContext, chain: string[] = [path.normalize(file)], at: string[] = [], rootAt: string[] = at): Promise<unknown> {
   if (Array.isArray(value)) {
     const out: unknown[] = [];
-    for (let i = 0; i < value.length; i++) out.push(await resolveIncludes(value[i], file, context, chain, [...at, String(i)]));
+    for (let i = 0; i < value.length; i++) out.push(await resolveIncludes(value[i], file, context, chain, [...at, String(i)], rootAt));
     return out;
   }
   if (!isRecord(value)) return value;
   const out: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(value)) {
-    if (key !== INCLUDE_KEY) setOwn(out, key, await resolveIncludes(child, file, context, chain, [...at, key]));
+    if (key !== INCLUDE_KEY) setOwn(out, key, await resolveIncludes(child, file, context, chain, [...at, key], rootAt));
   }
+  const site: IncludeSite = { file, local: at.slice(rootAt.length), context };
   if (!Object.hasOwn(value, INCLUDE_KEY)) return out;
   const names = value[INCLUDE_KEY];
   let included: unknown;
   if (typeof names === 'string') {
-    included = await includeFile(names, true, file, context, chain, at);
+    included = await includeFile(names, true, site, chain, at);
   } else if (Array.isArray(names) && names.every((name) => typeof name === 'string')) {
     included = {};
-    for (const name of names as string[]) included = mergeIncluded(included, await includeFile(name, false, file, context, chain, at));
+    for (const name of names as string[]) included = mergeIncluded(included, await includeFile(name, false, site, chain, at));
   } else {
-    throw includeError(file, `must be a file name or a list of file names, got ${JSON.stringify(names)}`);
+    throw includeError(site, `must be a file name or a list of file names, got ${JSON.stringify(names)}`);
   }
   if (Object.keys(out).length === 0) return included;
-  if (!isRecord(included)) throw includeError(file, 'keys next to $include need the included file to hold an object');
+  if (!isRecord(included)) throw includeError(site, 'keys next to $include need the included file to hold an object');
   return mergeIncluded(included, out);
 }
 
-async function includeFile(name: string, single: boolean, from: string, context: IncludeContext, chain: string[], at: string[]): Promise<unknown> {
-  if (name.includes('\0')) throw includeError(from, 'a file name cannot contain a NUL character');
-  if (name.length >= MAX_INCLUDE_PATH_LENGTH) throw includeError(from, `a file name must be shorter than ${MAX_INCLUDE_PATH_LENGTH} characters`);
+async function includeFile(name: string, single: boolean, site: IncludeSite, chain: string[], at: string[]): Promise<unknown> {
+  const { file: from, context } = site;
+  if (name.includes('\0')) throw includeError(site, 'a file name cannot contain a NUL character');
+  if (name.length >= MAX_INCLUDE_PATH_LENGTH) throw includeError(site, `a file name must be shorter than ${MAX_INCLUDE_PATH_LENGTH} characters`);
   const file = path.normalize(path.resolve(path.dirname(from), name));
-  if (file.length >= MAX_INCLUDE_PATH_LENGTH) throw includeError(from, `"${name}" resolves to a path of ${MAX_INCLUDE_PATH_LENGTH} characters or more`);
-  if (!context.roots.some((root) => isInside(root, file))) throw includeError(from, `"${name}" is outside the config folder ${context.roots[0]} (OPENCLAW_INCLUDE_ROOTS can allow more folders)`);
+  if (file.length >= MAX_INCLUDE_PATH_LENGTH) throw includeError(site, `"${name}" resolves to a path of ${MAX_INCLUDE_PATH_LENGTH} characters or more`);
+  if (!context.roots.some((root) => isInside(root, file))) throw includeError(site, `"${name}" is outside the config folder ${context.roots[0]} (OPENCLAW_INCLUDE_ROOTS can allow more folders)`);
   // Through links too (a missing file is left to the read, which says so, as OpenClaw does).
   const real = realpathOr(file);
-  if (real !== undefined && !context.roots.some((root) => isInside(realpathOr(root) ?? root, real))) throw includeError(from, `"${name}" leads outside the config folder through a symbolic link`);
-  if (chain.includes(file)) throw includeError(from, `"${name}" makes a cycle (${[...chain, file].join(' → ')})`);
-  if (chain.length > MAX_INCLUDE_DEPTH) throw includeError(from, `"${name}" nests includes more than ${MAX_INCLUDE_DEPTH} levels deep`);
-  if (context.included.length >= MAX_INCLUSIONS) throw includeError(from, `more than ${MAX_INCLUSIONS} files are included in all (files that include others several times multiply)`);
-  const text = readIncludedFile(file, name, from);
+  if (real !== undefined && !context.roots.some((root) => isInside(realpathOr(root) ?? root, real))) throw includeError(site, `"${name}" leads outside the config folder through a symbolic link`);
+  if (chain.includes(file)) throw includeError(site, `"${name}" makes a cycle (${[...chain, file].join(' → ')})`);
+  if (chain.length > MAX_INCLUDE_DEPTH) throw includeError(site, `"${name}" nests includes more than ${MAX_INCLUDE_DEPTH} levels deep`);
+  if (context.included.length >= MAX_INCLUSIONS) throw includeError(site, `more than ${MAX_INCLUSIONS} files are included in all (files that include others several times multiply)`);
+  const text = readIncludedFile(file, name, site);
   const total = context.included.reduce((sum, seen) => sum + seen.text.length, text.length);
-  if (total > MAX_INCLUDED_BYTES) throw includeError(from, `the included files hold more than ${MAX_INCLUDED_BYTES} characters in all`);
+  if (total > MAX_INCLUDED_BYTES) throw includeError(site, `the included files hold more than ${MAX_INCLUDED_BYTES} characters in all`);
   const data = await context.parse(text, file);
   // Every later walk recurses; the top file was checked for this, each included one is too.
-  if (jsonDepthExceeds(data)) throw includeError(file, 'values are nested too deeply');
+  if (jsonDepthExceeds(data)) throw includeError(site, `"${name}" holds values nested too deeply`);
   context.included.push({ file, text, at, single });
   return resolveIncludes(data, file, context, [...chain, file], at);
 }
 
 /** An included file's text: a regular file of at most 2 MiB with no other hard link. */
-function readIncludedFile(file: string, name: string, from: string): string {
+function readIncludedFile(file: string, name: string, site: IncludeSite): string {
   try {
     return readConfigText(file, MAX_INCLUDE_BYTES, { refuseHardLinks: true });
   } catch (err) {
     if (!(err instanceof ConfigFileProblem)) throw err;
-    if (err.kind === 'missing') throw includeError(from, `"${name}" does not exist (looked for ${file})`);
-    if (err.kind === 'hard-linked') throw includeError(from, `"${name}" has other hard links, and OpenClaw refuses such a file`);
-    throw includeError(from, `cannot read "${name}": ${err.message}`);
+    if (err.kind === 'missing') throw includeError(site, `"${name}" does not exist (looked for ${file})`);
+    if (err.kind === 'hard-linked') throw includeError(site, `"${name}" has other hard links, and OpenClaw refuses such a file`);
+    throw includeError(site, `cannot read "${name}": ${err.message}`);
   }
 }

@@ -81,7 +81,7 @@ export async function loadLayers(
     let included: IncludedFile[] | undefined;
     if (mayInclude(text)) {
       included = [];
-      data = await resolveIncludes(data, current, { roots: includeRoots(current, env), parse, included });
+      data = await resolveIncludes(data, current, { roots: includeRoots(current, env), parse, included, text });
       // Each included file was held to the cap, but they nest into one another.
       if (jsonDepthExceeds(data)) {
         throw new SwitchboardError('CONFIG_INVALID', `${current}: with its $include files, values are nested more than ${MAX_JSON_DEPTH} levels deep`, { details: { file: current } });

@@ -108,6 +108,25 @@ describe('$include', () => {
     const ok = await runCli(['config', 'validate', '--config', admitted, '--state-dir', dir], { env: { OPENCLAW_INCLUDE_ROOTS: outside } });
     assert.equal(ok.code, 0, ok.stderr);
   });
+
+  test('a refused $include is named at its file, line and column, with the path of the object holding it', async () => {
+    const dir = tempDir();
+    const esc = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    write(dir, 'parts/session.json5', '{\n  dmScope: "main",\n  identityLinks: {\n    $include: "links.json5",\n  },\n}\n');
+    write(dir, 'binding.json5', '{ agentId: "main", match: { channel: "x" } }');
+    const nested = write(dir, 'nested.json', '{\n  "session": { "$include": "./parts/session.json5" }\n}\n');
+    const inArray = write(dir, 'in-array.json', '{\n  "bindings": [\n    { "$include": "./binding.json5" },\n    { "$include": 7 }\n  ]\n}\n');
+    const expected: [string, RegExp][] = [
+      // Inside an included file: that file's position, and the path within it.
+      [nested, new RegExp(`^${esc(path.join(dir, 'parts', 'session.json5'))}:4:5: identityLinks\\.\\$include: "links\\.json5" does not exist`)],
+      [inArray, new RegExp(`^${esc(inArray)}:4:7: bindings\\[1\\]\\.\\$include: must be a file name`)],
+    ];
+    for (const [config, message] of expected) {
+      const result = await runCli(['config', 'validate', '--json', '--config', config, '--state-dir', dir]);
+      assert.equal(result.code, 78, result.stderr);
+      assert.match(errorOf(result.stderr).message, message);
+    }
+  });
 });
 
 describe('${VAR} in config values', () => {
