@@ -5,8 +5,9 @@
 // * Only names of upper-case letters, digits and `_` (not starting with a digit) are references;
 //   `$${VAR}` is the escape and gives a literal `${VAR}`; any other `$` stays as written.
 // * A variable that is unset or empty leaves the reference as written, with a warning.
-// * Values come from the process environment; the state dir's `.env` file (OpenClaw reads
-//   `~/.openclaw/.env` with the `dotenv` package's rules) sets names the environment does not
+// * Values come from the process environment; the `.env` files of the state dir and of the
+//   OpenClaw config's folder (OpenClaw reads `~/.openclaw/.env`, or the one beside
+//   $OPENCLAW_CONFIG_PATH, with the `dotenv` package's rules) set names the environment does not
 //   have at all; then the config's own string entries directly under `env`, and after them those
 //   of `env.vars`, fill in names that are still unset or blank, except values that themselves
 //   hold a reference.
@@ -206,12 +207,18 @@ function configEnvEntries(config: Record<string, unknown>): Map<string, string> 
   return entries;
 }
 
-/** The variables references are replaced from: the environment, filled in by the state dir's `.env` and the config's own `env`. */
-export function substitutionEnv(config: Record<string, unknown>, env: NodeJS.ProcessEnv, stateDir: string): Record<string, string | undefined> {
+/**
+ * The variables references are replaced from: the environment, filled in by the `.env` files of
+ * `dotEnvDirs` (the state dir, then the OpenClaw config's folder, where OpenClaw reads its own;
+ * the first file with a name wins) and the config's own `env`.
+ */
+export function substitutionEnv(config: Record<string, unknown>, env: NodeJS.ProcessEnv, dotEnvDirs: string[]): Record<string, string | undefined> {
   const merged: Record<string, string | undefined> = { ...env };
   // A `.env` entry only sets a variable the environment lacks (one set to "" stays empty); the
   // config's own entries also fill in one that is blank.
-  for (const [key, value] of readDotEnv(path.join(stateDir, '.env'))) if (!Object.hasOwn(merged, key)) setOwn(merged, key, value);
+  for (const dir of new Set(dotEnvDirs.map((entry) => path.resolve(entry)))) {
+    for (const [key, value] of readDotEnv(path.join(dir, '.env'))) if (!Object.hasOwn(merged, key)) setOwn(merged, key, value);
+  }
   for (const [key, value] of configEnvEntries(config)) {
     const current = getOwn(merged, key);
     if (typeof current !== 'string' || current.trim() === '') setOwn(merged, key, value);

@@ -149,7 +149,8 @@ function withEnvReferences(data: unknown, layers: ConfigLayer[], env: NodeJS.Pro
   const texts = layers.flatMap((layer) => [layer.text, ...(layer.included ?? []).map((included) => included.text)]);
   if (data === null || typeof data !== 'object' || Array.isArray(data) || !texts.some(mayReferenceEnv)) return { config: data, warnings: [] };
   const record = data as Record<string, unknown>;
-  return substituteEnvReferences(record, substitutionEnv(record, env, stateDir), file);
+  // layers[0] is the OpenClaw file (the base of an `extends` chain): OpenClaw reads the `.env` beside it.
+  return substituteEnvReferences(record, substitutionEnv(record, env, [stateDir, path.dirname(layers[0]!.file)]), file);
 }
 
 interface SchemaNode {

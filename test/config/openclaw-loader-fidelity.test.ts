@@ -4,7 +4,8 @@
 // Found by a differential sweep of the loader: escaped `$include` keys and `${VAR}` references
 // were read literally, `env.vars` beat a direct `env` entry, OPENCLAW_INCLUDE_ROOTS entries with
 // `~`, blanks or a relative path were ignored, the state dir's .env was read with other rules than
-// dotenv's, and a "__proto__" entry in `env` made any `${VAR}` an internal error.
+// dotenv's, the .env beside the OpenClaw config (where OpenClaw reads its own) was not read, and
+// a "__proto__" entry in `env` made any `${VAR}` an internal error.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -15,6 +16,8 @@ import { REPO_ROOT, runCli, tempDir } from '../helpers.js';
 const FIXTURES = path.join(REPO_ROOT, 'test', 'fixtures', 'openclaw-config-loader');
 
 interface LoaderCase {
+  /** The config file, relative to the case folder (state/openclaw.json when absent). */
+  config?: string;
   env: Record<string, string>;
   expect: Record<string, unknown>;
   unset?: string[];
@@ -31,7 +34,9 @@ describe('config files load as OpenClaw 2026.9.6 loads them', () => {
       const env: Record<string, string> = { HOME: path.join(copy, 'home'), OPENCLAW_INCLUDE_ROOTS: '' };
       for (const [key, value] of Object.entries(loaderCase.env)) env[key] = value.replaceAll('<copy>', copy);
       const state = path.join(copy, 'state');
-      const result = await runCli(['config', 'show', '--json', '--config', path.join(state, 'openclaw.json'), '--state-dir', state], { env, cwd: copy });
+      fs.mkdirSync(state, { recursive: true });
+      const config = path.join(copy, loaderCase.config ?? 'state/openclaw.json');
+      const result = await runCli(['config', 'show', '--json', '--config', config, '--state-dir', state], { env, cwd: copy });
       assert.equal(result.code, 0, result.stderr);
       const shown = JSON.parse(result.stdout) as { values: { path: string; value: unknown; source: string }[]; warnings: string[] };
       for (const [at, expected] of Object.entries(loaderCase.expect)) {
@@ -63,5 +68,19 @@ describe('where the config file is', () => {
       assert.equal(shown.stateDir, path.join(home, 'state'));
       assert.equal(shown.values.find((value) => value.path === 'session.mainKey')?.value, 'home');
     }
+  });
+
+  test("the .env beside the OpenClaw file is read after the state dir's: the base of an extends chain, and the state dir's names win", async () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, 'openclaw'));
+    fs.mkdirSync(path.join(dir, 'state'));
+    fs.writeFileSync(path.join(dir, 'openclaw', 'openclaw.json'), '{ session: { mainKey: "${MAIN}-${OTHER}" } }');
+    fs.writeFileSync(path.join(dir, 'openclaw', '.env'), 'MAIN=beside\nOTHER=beside\n');
+    fs.writeFileSync(path.join(dir, 'state', '.env'), 'OTHER=state\n');
+    fs.writeFileSync(path.join(dir, 'state', 'switchboard.json5'), '{ extends: "../openclaw/openclaw.json" }');
+    const result = await runCli(['config', 'show', '--json', '--state-dir', path.join(dir, 'state')], { env: { HOME: dir } });
+    assert.equal(result.code, 0, result.stderr);
+    const shown = JSON.parse(result.stdout) as { values: { path: string; value: unknown }[] };
+    assert.equal(shown.values.find((value) => value.path === 'session.mainKey')?.value, 'beside-state');
   });
 });
