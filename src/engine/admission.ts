@@ -231,7 +231,7 @@ function admitOne(store: SessionStore, item: Addressed, env: AdmitEnv): void {
     const policy = evaluateSendPolicy(
       {
         sessionKey: key,
-        channel: deliveryContext?.channel ?? entry.channel ?? item.message.route.channel,
+        channel: [deliveryContext?.channel, entry.channel, entry.lastChannel as string | undefined, item.message.route.channel],
         chatType: entry.chatType ?? null,
         entryOverride: control?.kind === 'send' ? (before ?? null) : (entry.sendPolicy ?? null),
       },

@@ -74,7 +74,7 @@ export function runCommand(
     if (control.value === 'allow' || control.value === 'deny') entry.sendPolicy = control.value;
     else if (control.value === 'inherit') delete entry.sendPolicy;
     const effective = evaluateSendPolicy(
-      { sessionKey: item.sessionKey, channel: entry.channel ?? item.message.route.channel, chatType: entry.chatType ?? null, entryOverride: entry.sendPolicy ?? null },
+      { sessionKey: item.sessionKey, channel: [entry.channel, entry.lastChannel as string | undefined, item.message.route.channel], chatType: entry.chatType ?? null, entryOverride: entry.sendPolicy ?? null },
       env.ctx.config.session?.sendPolicy ?? null,
     );
     return describeSendSetting(entry.sendPolicy, effective);

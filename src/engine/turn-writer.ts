@@ -165,7 +165,8 @@ export class TurnWriter {
             {
               sessionKey: turn.ref.sessionKey,
               // The channel the reply goes out on: a rule denying Slack stops a Slack reply of a linked session.
-              channel: (deliveryContext?.channel as string | undefined) ?? entry.channel ?? null,
+              // An entry without one (an older OpenClaw row) falls back to its last channel, then the key.
+              channel: [deliveryContext?.channel as string | undefined, entry.channel, entry.lastChannel as string | undefined],
               chatType: entry.chatType ?? null,
               entryOverride: entry.sendPolicy ?? null,
             },

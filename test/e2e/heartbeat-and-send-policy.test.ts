@@ -82,6 +82,23 @@ describe('sendPolicy holds on run delivery', () => {
   });
 });
 
+describe('sendPolicy decides as OpenClaw 2026.7.1 does on keys of odd shapes', () => {
+  test('a group whose id reads as a DM (`group:direct:1`) has its reply held; a plain group is answered', async () => {
+    // OpenClaw's resolveSendPolicy denies whenever a policy is configured and the key fits two
+    // peer shapes, whatever the rules say (here: only DMs are denied).
+    const env = queueEnv({ session: { sendPolicy: { rules: [{ action: 'deny', match: { chatType: 'direct' } }] } }, ...ECHO });
+    const r = await ingestAll(env, [
+      { channel: 'telegram', peer: 'group:direct:1', sender: { id: '9' }, text: 'odd' },
+      { channel: 'telegram', peer: 'group:g1', sender: { id: '9' }, text: 'plain' },
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(eventsOf(r.events, 'reply').map((e) => [e.sessionKey, e.delivered, e.policy]), [
+      ['agent:main:telegram:group:direct:1', false, { decision: 'deny', rule: null }],
+      ['agent:main:telegram:group:g1', true, { decision: 'allow', rule: null }],
+    ]);
+  });
+});
+
 describe('a reply is sent on what the run knows of its session, never on a failed read', () => {
   test('"/send off" holds every reply of a run, also one made while sessions.json is unreadable', async () => {
     const env = queueEnv({ session: { dmScope: 'per-peer' }, agents: { defaults: { runner: queueRunner('replies') } } });
